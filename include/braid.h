@@ -1,0 +1,152 @@
+/* braid.h: the one public header of braid, a concurrent ONNX model executor.
+ *
+ * Embedding braid in ten lines:
+ *
+ *     braid_model *m = NULL; braid_session *s = NULL; braid_options *o = NULL;
+ *     if (braid_model_load_file("model.onnx", &m) != BRAID_OK)
+ *         { fprintf(stderr, "%s\n", braid_last_error()); return 1; }
+ *     braid_options_create(&o);
+ *     braid_options_set_backend(o, BRAID_BACKEND_AUTO);
+ *     if (braid_session_create(m, o, &s) != BRAID_OK) { ... braid_last_error() ... }
+ *     braid_tensor in = { .dtype = BRAID_DTYPE_FLOAT, .rank = 4,
+ *                         .dims = {1, 3, 224, 224}, .data = pixels };
+ *     braid_tensor out = {0};                      // filled by braid, owned by s
+ *     braid_session_run(s, 1, &in, 1, &out);       // inputs/outputs in graph order
+ *     braid_session_destroy(s); braid_options_destroy(o); braid_model_destroy(m);
+ *
+ * Conventions: every function returns a braid_status; BRAID_OK is 0. The text
+ * of the last failure is kept per session (braid_session_error) and per thread
+ * (braid_last_error) for calls that have no session. Every destroy accepts NULL.
+ *
+ * Threads: a model is immutable once loaded and may be shared by sessions on
+ * any threads. Several threads may call braid_session_run on one session at
+ * once: runs on one session are serialized by a lock inside the session (each
+ * run then sees the session's whole arena and streams). For parallel runs,
+ * create one session per thread from the same model.
+ */
+#ifndef BRAID_H
+#define BRAID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BRAID_VERSION_MAJOR 0
+#define BRAID_VERSION_MINOR 1
+#define BRAID_VERSION_PATCH 0
+#define BRAID_MAX_RANK 8
+
+typedef enum braid_status {
+    BRAID_OK = 0,
+    BRAID_ERR_INVALID_ARGUMENT = 1, /* a NULL handle, a bad option value */
+    BRAID_ERR_IO = 2,               /* a file that cannot be opened or read */
+    BRAID_ERR_PARSE = 3,            /* bytes that are not a valid ONNX/npy/pb message */
+    BRAID_ERR_INVALID_MODEL = 4,    /* a model that breaks ONNX rules (cycle, missing input) */
+    BRAID_ERR_UNSUPPORTED = 5,      /* an op, opset, dtype or attribute braid does not run */
+    BRAID_ERR_SHAPE = 6,            /* shapes that do not fit (run inputs, broadcasting) */
+    BRAID_ERR_DTYPE = 7,            /* element types that do not fit */
+    BRAID_ERR_OUT_OF_MEMORY = 8,
+    BRAID_ERR_NO_DEVICE = 9,        /* the CUDA backend was asked for and no GPU answers */
+    BRAID_ERR_DEVICE = 10,          /* a CUDA, cuDNN or cuBLAS call failed */
+    BRAID_ERR_LIMIT = 11,           /* a declared size beyond what braid accepts */
+    BRAID_ERR_INTERNAL = 12
+} braid_status;
+
+/* Element types use ONNX's TensorProto.DataType numbers. */
+typedef enum braid_dtype {
+    BRAID_DTYPE_UNDEFINED = 0,
+    BRAID_DTYPE_FLOAT = 1,
+    BRAID_DTYPE_UINT8 = 2,
+    BRAID_DTYPE_INT8 = 3,
+    BRAID_DTYPE_UINT16 = 4,
+    BRAID_DTYPE_INT16 = 5,
+    BRAID_DTYPE_INT32 = 6,
+    BRAID_DTYPE_INT64 = 7,
+    BRAID_DTYPE_STRING = 8,
+    BRAID_DTYPE_BOOL = 9,
+    BRAID_DTYPE_FLOAT16 = 10,
+    BRAID_DTYPE_DOUBLE = 11,
+    BRAID_DTYPE_UINT32 = 12,
+    BRAID_DTYPE_UINT64 = 13
+} braid_dtype;
+
+typedef enum braid_backend {
+    BRAID_BACKEND_AUTO = 0, /* CUDA when a device answers, else the CPU */
+    BRAID_BACKEND_CPU = 1,
+    BRAID_BACKEND_CUDA = 2
+} braid_backend;
+
+/* A dense, row-major tensor. For run inputs the caller owns data. For run
+ * outputs braid fills every field; data points into the session's output
+ * buffer, valid until the next run or the session's destruction. */
+typedef struct braid_tensor {
+    braid_dtype dtype;
+    int rank;
+    int64_t dims[BRAID_MAX_RANK];
+    void *data;
+} braid_tensor;
+
+/* A graph input or output as declared by the model. A dim is -1 where it is
+ * symbolic (dim_names[i] then holds its name) or unknown. */
+typedef struct braid_value_info {
+    const char *name;
+    braid_dtype dtype;
+    int rank; /* -1 when the model does not say */
+    int64_t dims[BRAID_MAX_RANK];
+    const char *dim_names[BRAID_MAX_RANK];
+} braid_value_info;
+
+typedef struct braid_model braid_model;
+typedef struct braid_options braid_options;
+typedef struct braid_session braid_session;
+
+const char *braid_version(void);
+const char *braid_status_name(braid_status s);
+const char *braid_dtype_name(braid_dtype t);
+/* The message of the last failure on this thread that had no session. */
+const char *braid_last_error(void);
+
+/* ---- models -------------------------------------------------------------- */
+braid_status braid_model_load_file(const char *path, braid_model **out);
+/* base_dir resolves external data; NULL refuses any external data. */
+braid_status braid_model_load_memory(const void *bytes, size_t size, const char *base_dir,
+                                     braid_model **out);
+void braid_model_destroy(braid_model *m);
+int braid_model_input_count(const braid_model *m);
+int braid_model_output_count(const braid_model *m);
+braid_status braid_model_input_info(const braid_model *m, int i, braid_value_info *out);
+braid_status braid_model_output_info(const braid_model *m, int i, braid_value_info *out);
+
+/* ---- options ------------------------------------------------------------- */
+braid_status braid_options_create(braid_options **out);
+void braid_options_destroy(braid_options *o);
+braid_status braid_options_set_backend(braid_options *o, braid_backend b);
+braid_status braid_options_set_device(braid_options *o, int device);
+/* 0 = automatic (the width of the graph); 1 = a serial plan. */
+braid_status braid_options_set_max_streams(braid_options *o, int n);
+/* 0 = all cores. */
+braid_status braid_options_set_threads(braid_options *o, int n);
+braid_status braid_options_set_cuda_graph(braid_options *o, int enable);
+/* Chrome trace-event JSON written at session destruction; NULL turns it off. */
+braid_status braid_options_set_profile(braid_options *o, const char *path);
+
+/* ---- sessions ------------------------------------------------------------ */
+braid_status braid_session_create(const braid_model *m, const braid_options *o,
+                                  braid_session **out);
+void braid_session_destroy(braid_session *s);
+/* The backend actually used (AUTO resolved). */
+braid_backend braid_session_backend(const braid_session *s);
+/* Runs the model. inputs[i] is graph input i (braid_model_input_info order);
+ * outputs[i] receives graph output i. n_inputs must equal the input count;
+ * n_outputs may be smaller than the output count. */
+braid_status braid_session_run(braid_session *s, int n_inputs, const braid_tensor *inputs,
+                               int n_outputs, braid_tensor *outputs);
+const char *braid_session_error(const braid_session *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BRAID_H */

@@ -1,0 +1,63 @@
+/* cpu_ops.c: dispatch from a node to its family's CPU kernel, and helpers
+ * that several kernel families share. */
+#include "cpu_ops.h"
+
+#include <string.h>
+
+typedef braid_status (*cpu_fn)(const bd_kernel *);
+static const cpu_fn families[BD_FAM_COUNT] = {
+#define X(f) bd_cpu_##f,
+    BD_FAMILIES(X)
+#undef X
+};
+
+braid_status bd_cpu_run(const bd_kernel *k)
+{
+    return families[bd_op_table[k->node->op].family](k);
+}
+
+void bd_broadcast_strides(const bd_tensor *in, const bd_tensor *out, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int i = out->rank - 1; i >= 0; i--) {
+        int j = i - (out->rank - in->rank);
+        if (j < 0) { strides[i] = 0; continue; }
+        strides[i] = in->dims[j] == 1 && out->dims[i] != 1 ? 0 : s;
+        s *= in->dims[j];
+    }
+}
+
+double bd_get_f64(const bd_tensor *t, int64_t i)
+{
+    switch (t->dtype) {
+    case BRAID_DTYPE_FLOAT: return ((const float *)t->data)[i];
+    case BRAID_DTYPE_DOUBLE: return ((const double *)t->data)[i];
+    case BRAID_DTYPE_INT64: return (double)((const int64_t *)t->data)[i];
+    case BRAID_DTYPE_INT32: return ((const int32_t *)t->data)[i];
+    case BRAID_DTYPE_INT16: return ((const int16_t *)t->data)[i];
+    case BRAID_DTYPE_INT8: return ((const int8_t *)t->data)[i];
+    case BRAID_DTYPE_UINT8: case BRAID_DTYPE_BOOL: return ((const uint8_t *)t->data)[i];
+    case BRAID_DTYPE_UINT16: return ((const uint16_t *)t->data)[i];
+    case BRAID_DTYPE_UINT32: return ((const uint32_t *)t->data)[i];
+    case BRAID_DTYPE_UINT64: return (double)((const uint64_t *)t->data)[i];
+    default: return 0;
+    }
+}
+
+void bd_set_f64(bd_tensor *t, int64_t i, double v)
+{
+    switch (t->dtype) {
+    case BRAID_DTYPE_FLOAT: ((float *)t->data)[i] = (float)v; break;
+    case BRAID_DTYPE_DOUBLE: ((double *)t->data)[i] = v; break;
+    case BRAID_DTYPE_INT64: ((int64_t *)t->data)[i] = (int64_t)v; break;
+    case BRAID_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)v; break;
+    case BRAID_DTYPE_INT16: ((int16_t *)t->data)[i] = (int16_t)v; break;
+    case BRAID_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)v; break;
+    case BRAID_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
+    case BRAID_DTYPE_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
+    case BRAID_DTYPE_UINT16: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
+    case BRAID_DTYPE_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)v; break;
+    case BRAID_DTYPE_UINT64: ((uint64_t *)t->data)[i] = (uint64_t)v; break;
+    default: break;
+    }
+}

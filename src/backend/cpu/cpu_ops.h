@@ -1,0 +1,35 @@
+/* cpu_ops.h: the interface of the CPU kernels, one entry per op family
+ * (src/backend/cpu/ops/<family>.c), each switching on k->node->op. The plan
+ * has already inferred every shape and allocated every output; a kernel only
+ * computes. Kernels are also used to fold constants when a plan is made. */
+#ifndef BD_CPU_OPS_H
+#define BD_CPU_OPS_H
+
+#include "../../ops/ops.h"
+
+typedef struct bd_kernel {
+    const bd_node *node;
+    const bd_tensor *in;  /* n_in inputs; an omitted optional one has dtype UNDEFINED, data NULL */
+    int n_in;
+    bd_tensor *out;       /* n_out outputs, shapes set and data allocated */
+    int n_out;
+    int threads;          /* intra-op threads this kernel may use (>= 1) */
+    bd_err *err;
+} bd_kernel;
+
+#define X(f) braid_status bd_cpu_##f(const bd_kernel *k);
+BD_FAMILIES(X)
+#undef X
+
+/* Dispatch through the family of k->node->op. */
+braid_status bd_cpu_run(const bd_kernel *k);
+
+/* Shared helpers for kernels. */
+/* Strides (in elements) of in's dims read as broadcast into out's rank:
+ * 0 where in's dim is 1 and out's is not. */
+void bd_broadcast_strides(const bd_tensor *in, const bd_tensor *out, int64_t *strides);
+/* Converts element i of any numeric tensor to double / from double. */
+double bd_get_f64(const bd_tensor *t, int64_t i);
+void bd_set_f64(bd_tensor *t, int64_t i, double v);
+
+#endif /* BD_CPU_OPS_H */

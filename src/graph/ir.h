@@ -1,0 +1,109 @@
+/* ir.h: braid's intermediate representation of an ONNX graph: values (name,
+ * dtype, shape with symbolic dims, constant data), nodes (op, attributes, the
+ * op's parsed parameters) and the graph that owns them in topological order.
+ * The loader (src/onnx/) builds it; nothing here knows about protobuf. */
+#ifndef BD_IR_H
+#define BD_IR_H
+
+#include "../util/common.h"
+
+typedef enum bd_attr_type {
+    BD_ATTR_UNDEFINED = 0,
+    BD_ATTR_FLOAT = 1,
+    BD_ATTR_INT = 2,
+    BD_ATTR_STRING = 3,
+    BD_ATTR_TENSOR = 4,
+    BD_ATTR_GRAPH = 5,
+    BD_ATTR_FLOATS = 6,
+    BD_ATTR_INTS = 7,
+    BD_ATTR_STRINGS = 8
+} bd_attr_type; /* AttributeProto.AttributeType numbers */
+
+typedef struct bd_attr {
+    char *name;
+    bd_attr_type type;
+    float f;
+    int64_t i;
+    char *s;          /* STRING, NUL-terminated */
+    int n;            /* element count of FLOATS / INTS / STRINGS */
+    float *floats;
+    int64_t *ints;
+    char **strings;
+    bd_tensor *t;     /* TENSOR: owned, data owned */
+} bd_attr;
+
+enum {
+    BD_VAL_INPUT = 1u << 0,  /* a graph input (fed by the caller) */
+    BD_VAL_OUTPUT = 1u << 1, /* a graph output */
+    BD_VAL_CONST = 1u << 2   /* an initializer or a Constant node's output: data is set */
+};
+
+typedef struct bd_value {
+    char *name;
+    int dtype;                     /* braid_dtype; UNDEFINED when not declared */
+    int rank;                      /* -1 when not declared */
+    int64_t dims[BD_MAX_RANK];     /* -1 where symbolic or unknown */
+    char *dim_param[BD_MAX_RANK];  /* symbolic dim names, owned, NULL if none */
+    void *data;                    /* BD_VAL_CONST: host data, owned */
+    int producer;                  /* node index, -1 for inputs and constants */
+    unsigned flags;
+} bd_value;
+
+typedef struct bd_node {
+    char *name;      /* never NULL: the loader names unnamed nodes "<op>_<index>" */
+    char *op_type;
+    char *domain;    /* "" for the default ONNX domain */
+    int op;          /* BD_OP_* from src/ops/ops.def */
+    int opset;       /* version of the node's domain in the model's opset_import */
+    int n_in, n_out;
+    int *in, *out;   /* value indices; -1 for an omitted optional input/output */
+    int n_attrs;
+    bd_attr *attrs;
+    void *params;    /* the op family's parsed attributes (bd_free'd with the node) */
+} bd_node;
+
+typedef struct bd_opset {
+    char *domain;
+    int64_t version;
+} bd_opset;
+
+typedef struct bd_graph {
+    int n_values, cap_values;
+    bd_value *values;
+    int n_nodes;
+    bd_node *nodes;    /* topological order once bd_graph_toposort has run */
+    int n_inputs, n_outputs;
+    int *inputs;       /* graph inputs the caller feeds (those without an initializer first) */
+    int *outputs;
+    int n_opsets;
+    bd_opset *opsets;
+    int64_t ir_version;
+    char *name;
+} bd_graph;
+
+void bd_graph_free(bd_graph *g);
+/* Finds a value by name; -1 if absent. */
+int bd_graph_find_value(const bd_graph *g, const char *name);
+/* Adds a value (name copied) and returns its index, or -1 when out of memory. */
+int bd_graph_add_value(bd_graph *g, const char *name);
+/* Orders g->nodes topologically and sets each value's producer. Fails with
+ * INVALID_MODEL naming a node on a cycle, or a node whose input nobody makes. */
+braid_status bd_graph_toposort(bd_graph *g, bd_err *e);
+void bd_attr_free(bd_attr *a);
+
+/* Attribute access for op families. Each returns def when absent; a present
+ * attribute of the wrong type fails with INVALID_MODEL naming it. */
+const bd_attr *bd_node_attr(const bd_node *n, const char *name);
+braid_status bd_attr_int(const bd_node *n, const char *name, int64_t def, int64_t *out, bd_err *e);
+braid_status bd_attr_float(const bd_node *n, const char *name, float def, float *out, bd_err *e);
+/* *out points into the node (not a copy); def may be NULL. */
+braid_status bd_attr_string(const bd_node *n, const char *name, const char *def, const char **out,
+                            bd_err *e);
+/* Copies up to max ints into out; *count = how many (0 when absent). More
+ * than max fails with INVALID_MODEL. */
+braid_status bd_attr_ints(const bd_node *n, const char *name, int64_t *out, int max, int *count,
+                          bd_err *e);
+braid_status bd_attr_floats(const bd_node *n, const char *name, float *out, int max, int *count,
+                            bd_err *e);
+
+#endif /* BD_IR_H */

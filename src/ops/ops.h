@@ -1,0 +1,79 @@
+/* ops.h: the op registry (built from ops.def) and the interface every op
+ * family implements: parse attributes once, infer output dtypes and shapes,
+ * and estimate cost for the planner. Kernels live in the backends. */
+#ifndef BD_OPS_H
+#define BD_OPS_H
+
+#include "../graph/ir.h"
+
+#define BD_VARIADIC 2147483647
+
+/* Op families, in the order of their files. */
+#define BD_FAMILIES(X)                                                                             \
+    X(conv) X(gemm) X(norm) X(binary) X(unary) X(pool) X(softmax) X(reduce) X(shape) X(layout)     \
+        X(generate) X(resize)
+
+typedef enum bd_family {
+#define X(f) BD_FAM_##f,
+    BD_FAMILIES(X)
+#undef X
+    BD_FAM_COUNT
+} bd_family;
+
+typedef enum bd_op {
+#define OP(name, fam, a, b, c, d) BD_OP_##name,
+#include "ops.def"
+#undef OP
+    BD_OP_COUNT
+} bd_op;
+
+typedef struct bd_op_info {
+    const char *name;
+    bd_family family;
+    int min_in, max_in, min_out, max_out;
+} bd_op_info;
+
+extern const bd_op_info bd_op_table[BD_OP_COUNT];
+extern const char *const bd_family_names[BD_FAM_COUNT];
+
+/* The highest default-domain opset braid knows; models importing more are refused. */
+#define BD_MAX_OPSET 23
+
+/* Looks up an op of the default domain ("" or "ai.onnx"); -1 when unknown. */
+int bd_op_lookup(const char *domain, const char *op_type);
+
+/* What a family implements (src/ops/<family>.c), each switching on n->op.
+ *
+ * parse: validates the node's attributes and fills n->params (bd_malloc'ed,
+ *   freed with the node). Runs once, at load. Errors name the attribute; the
+ *   caller prefixes "node 'NAME' (OP): ".
+ * infer: given the inputs' dtypes and shapes (in[i].data set when the value is
+ *   known at plan time, such as initializers, Constant outputs and folded
+ *   shape computations; an omitted optional input has dtype UNDEFINED), sets
+ *   each output's dtype, rank and dims. Checks dtypes (DTYPE) and shapes
+ *   (SHAPE). An op whose output shape depends on an input that is not known at
+ *   plan time fails with UNSUPPORTED.
+ * cost: estimated floating-point operations of one run (the planner adds the
+ *   bytes moved itself). */
+#define X(f)                                                                                       \
+    braid_status bd_##f##_parse(bd_node *n, bd_err *e);                                            \
+    braid_status bd_##f##_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e); \
+    double bd_##f##_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out);
+BD_FAMILIES(X)
+#undef X
+
+/* Dispatch through the family of n->op. */
+braid_status bd_op_parse(bd_node *n, bd_err *e);
+braid_status bd_op_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e);
+double bd_op_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out);
+
+/* Shared helpers for families. */
+/* Normalizes a possibly negative axis against rank; fails with INVALID_MODEL. */
+braid_status bd_axis(int64_t axis, int rank, int *out, bd_err *e);
+/* Reads a constant int64 or int32 1-D (or scalar) input into out (max entries). */
+braid_status bd_const_ints(const bd_tensor *t, const char *what, int64_t *out, int max, int *count,
+                           bd_err *e);
+/* Fails with DTYPE unless t->dtype is one of the listed types (0-terminated). */
+braid_status bd_expect_dtype(const bd_tensor *t, const char *what, bd_err *e, ...);
+
+#endif /* BD_OPS_H */

@@ -1,0 +1,192 @@
+/* common.c: error records, allocation wrappers with fault injection, dtype
+ * and shape helpers, file reading and the clock. */
+#include "common.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+braid_status bd_fail(bd_err *e, braid_status s, const char *file, int line, const char *fmt, ...)
+{
+    if (!e) return s;
+    e->status = s;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    const char *base = strstr(file, "src/");
+    snprintf(e->where, sizeof e->where, "%s:%d", base ? base : file, line);
+    return s;
+}
+
+void bd_err_prefix(bd_err *e, const char *fmt, ...)
+{
+    if (!e) return;
+    char pre[512], old[sizeof e->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    memcpy(old, e->msg, sizeof old);
+    snprintf(e->msg, sizeof e->msg, "%s%s", pre, old);
+}
+
+/* ---- allocation ---------------------------------------------------------- */
+
+#ifdef BRAID_FAULT_INJECTION
+#include <stdatomic.h>
+static _Atomic long fault_target; /* fail when counter reaches this; 0 = off */
+static _Atomic long fault_counter;
+static int fault_hit(void)
+{
+    long n = atomic_fetch_add(&fault_counter, 1) + 1;
+    long t = atomic_load(&fault_target);
+    return t > 0 && n == t;
+}
+void bd_fault_arm(long n)
+{
+    atomic_store(&fault_counter, 0);
+    atomic_store(&fault_target, n);
+}
+long bd_fault_count(void) { return atomic_load(&fault_counter); }
+#else
+static int fault_hit(void) { return 0; }
+void bd_fault_arm(long n) { (void)n; }
+long bd_fault_count(void) { return 0; }
+#endif
+
+void *bd_malloc(size_t n) { return fault_hit() ? NULL : malloc(n ? n : 1); }
+void *bd_calloc(size_t c, size_t s) { return fault_hit() ? NULL : calloc(c ? c : 1, s ? s : 1); }
+void *bd_realloc(void *p, size_t n) { return fault_hit() ? NULL : realloc(p, n ? n : 1); }
+void bd_free(void *p) { free(p); }
+char *bd_strndup(const char *s, size_t n)
+{
+    if (!s) return NULL;
+    char *d = bd_malloc(n + 1);
+    if (!d) return NULL;
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+char *bd_strdup(const char *s) { return s ? bd_strndup(s, strlen(s)) : NULL; }
+
+/* ---- dtypes and shapes ----------------------------------------------------- */
+
+size_t bd_dtype_size(int dt)
+{
+    switch (dt) {
+    case BRAID_DTYPE_FLOAT: case BRAID_DTYPE_INT32: case BRAID_DTYPE_UINT32: return 4;
+    case BRAID_DTYPE_UINT8: case BRAID_DTYPE_INT8: case BRAID_DTYPE_BOOL: return 1;
+    case BRAID_DTYPE_UINT16: case BRAID_DTYPE_INT16: case BRAID_DTYPE_FLOAT16: return 2;
+    case BRAID_DTYPE_INT64: case BRAID_DTYPE_DOUBLE: case BRAID_DTYPE_UINT64: return 8;
+    default: return 0;
+    }
+}
+
+const char *bd_dtype_name(int dt)
+{
+    static const char *names[] = {"undefined", "float32", "uint8", "int8", "uint16", "int16",
+                                  "int32", "int64", "string", "bool", "float16", "float64",
+                                  "uint32", "uint64"};
+    return dt >= 0 && dt < (int)(sizeof names / sizeof *names) ? names[dt] : "unknown";
+}
+
+int64_t bd_numel(const bd_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) n *= t->dims[i];
+    return n;
+}
+
+braid_status bd_tensor_nbytes(const bd_tensor *t, size_t *out, bd_err *e)
+{
+    const uint64_t limit = (uint64_t)1 << 40;
+    uint64_t n = bd_dtype_size(t->dtype);
+    if (t->rank < 0) return BD_FAIL(e, BRAID_ERR_SHAPE, "tensor of unknown rank");
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i] < 0) return BD_FAIL(e, BRAID_ERR_SHAPE, "negative dim %lld", (long long)t->dims[i]);
+        if (t->dims[i] && n > limit / (uint64_t)t->dims[i]) {
+            char buf[160];
+            return BD_FAIL(e, BRAID_ERR_LIMIT, "tensor of shape %s is larger than 2^40 bytes",
+                           bd_shape_str(t, buf, sizeof buf));
+        }
+        n *= (uint64_t)t->dims[i];
+    }
+    *out = (size_t)n;
+    return BRAID_OK;
+}
+
+const char *bd_shape_str(const bd_tensor *t, char *buf, size_t n)
+{
+    if (t->rank < 0) { snprintf(buf, n, "?"); return buf; }
+    if (t->rank == 0) { snprintf(buf, n, "scalar"); return buf; }
+    size_t off = 0;
+    buf[0] = 0;
+    for (int i = 0; i < t->rank && off < n; i++)
+        off += snprintf(buf + off, n - off, "%s%lld", i ? "x" : "", (long long)t->dims[i]);
+    return buf;
+}
+
+int bd_shape_equal(const bd_tensor *a, const bd_tensor *b)
+{
+    if (a->rank != b->rank) return 0;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return 0;
+    return 1;
+}
+
+braid_status bd_broadcast_shape(const bd_tensor *a, const bd_tensor *b, bd_tensor *out, bd_err *e)
+{
+    int r = BD_MAX(a->rank, b->rank);
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - a->rank), ib = i - (r - b->rank);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+        if (da != db && da != 1 && db != 1) {
+            char sa[160], sb[160];
+            return BD_FAIL(e, BRAID_ERR_SHAPE, "shapes %s and %s do not broadcast",
+                           bd_shape_str(a, sa, sizeof sa), bd_shape_str(b, sb, sizeof sb));
+        }
+        out->dims[i] = da == 1 ? db : da;
+    }
+    out->rank = r;
+    return BRAID_OK;
+}
+
+braid_status bd_read_file(const char *path, void **data, size_t *size, bd_err *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return BD_FAIL(e, BRAID_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    braid_status st = BRAID_OK;
+    char *buf = NULL;
+    long len = -1;
+    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        st = BD_FAIL(e, BRAID_ERR_IO, "cannot read '%s': not a regular file", path);
+        goto fail;
+    }
+    buf = bd_malloc((size_t)len + 1);
+    BD_CHECK_ALLOC(e, buf);
+    if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
+        st = BD_FAIL(e, BRAID_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+        goto fail;
+    }
+    buf[len] = 0;
+    fclose(f);
+    *data = buf;
+    *size = (size_t)len;
+    return BRAID_OK;
+fail:
+    bd_free(buf);
+    fclose(f);
+    return st;
+}
+
+double bd_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,86 @@
+/* common.h: what every module of braid shares: the error record and its
+ * macros, the allocation wrappers (with test-time fault injection), the
+ * internal tensor descriptor and dtype helpers. */
+#ifndef BD_COMMON_H
+#define BD_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "braid.h"
+
+#define BD_MAX_RANK BRAID_MAX_RANK
+
+/* The record of a failure: a status, a message for the user that names what
+ * and where, and the source location that raised it (for developers). */
+typedef struct bd_err {
+    braid_status status;
+    char msg[1024];
+    char where[96]; /* file:line */
+} bd_err;
+
+braid_status bd_fail(bd_err *e, braid_status s, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Sets *e and evaluates to the status: `return BD_FAIL(e, BRAID_ERR_SHAPE, "...", ...);` */
+#define BD_FAIL(e, s, ...) bd_fail((e), (s), __FILE__, __LINE__, __VA_ARGS__)
+/* Runs a call that returns braid_status; on failure jumps to `fail` with st set. */
+#define BD_TRY(call)                                                                               \
+    do {                                                                                           \
+        st = (call);                                                                               \
+        if (st != BRAID_OK) goto fail;                                                             \
+    } while (0)
+/* Fails with OUT_OF_MEMORY when ptr is NULL. */
+#define BD_CHECK_ALLOC(e, ptr)                                                                     \
+    do {                                                                                           \
+        if (!(ptr)) {                                                                              \
+            st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");                             \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+/* Prefixes e->msg with a context: "node 'x' (Conv): " + old message. */
+void bd_err_prefix(bd_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Allocation. All library memory goes through these so that a test build
+ * (BRAID_FAULT_INJECTION) can make the n-th allocation fail. */
+void *bd_malloc(size_t n);
+void *bd_calloc(size_t count, size_t size);
+void *bd_realloc(void *p, size_t n);
+void bd_free(void *p);
+char *bd_strdup(const char *s);
+char *bd_strndup(const char *s, size_t n);
+/* Fault injection: fail the n-th allocation from now (1-based); 0 turns it
+ * off. Returns how many allocations were counted since the last arm. */
+void bd_fault_arm(long n);
+long bd_fault_count(void);
+
+/* The internal tensor: shape, dtype, and data (NULL when not known). A value
+ * that an optional input leaves out has dtype UNDEFINED and rank -1. */
+typedef struct bd_tensor {
+    int dtype;                  /* braid_dtype */
+    int rank;                   /* -1 when unknown */
+    int64_t dims[BD_MAX_RANK];  /* (d0, d1, ...) */
+    void *data;
+} bd_tensor;
+
+size_t bd_dtype_size(int dtype);   /* 0 for UNDEFINED and STRING */
+const char *bd_dtype_name(int dtype);
+int64_t bd_numel(const bd_tensor *t); /* 1 for a scalar */
+/* numel * dtype size, or fails with LIMIT on overflow or over 2^40 bytes. */
+braid_status bd_tensor_nbytes(const bd_tensor *t, size_t *out, bd_err *e);
+/* "1x3x224x224" (or "scalar"); buf of at least 160 bytes. */
+const char *bd_shape_str(const bd_tensor *t, char *buf, size_t n);
+int bd_shape_equal(const bd_tensor *a, const bd_tensor *b);
+
+/* Multi-directional (numpy) broadcasting of a and b into out's rank/dims. */
+braid_status bd_broadcast_shape(const bd_tensor *a, const bd_tensor *b, bd_tensor *out, bd_err *e);
+
+/* Reads a whole file into memory (bd_malloc'ed). */
+braid_status bd_read_file(const char *path, void **data, size_t *size, bd_err *e);
+
+/* Small helpers. */
+#define BD_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define BD_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define BD_CEIL_DIV(a, b) (((a) + (b)-1) / (b))
+double bd_now(void); /* monotonic seconds */
+
+#endif /* BD_COMMON_H */
