@@ -1,3 +1,447 @@
-/* api.c: the public functions: argument checks, error text, dispatch. */
-#include "util/common.h"
+/* api.c: the public functions of braid.h: argument checks, error text (per
+ * session, and per thread for calls without one), the plan cache keyed by
+ * input shapes, backend selection, and the profile writer. */
+#include <libgen.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "onnx/onnx.h"
+#include "api_internal.h"
+
+#define PLAN_CACHE 8
+
+struct braid_model {
+    bd_graph g;
+};
+
+struct braid_options {
+    braid_backend backend;
+    bd_exec_opts x;
+    char *profile_path;
+};
+
+struct braid_session {
+    const braid_model *m;
+    const bd_backend *be;
+    braid_backend kind;
+    void *bstate;
+    bd_exec_opts x;
+    char *profile_path;
+    pthread_mutex_t mu;
+    bd_prepared *cache[PLAN_CACHE]; /* most recently used first */
+    char err[1100];
+};
+
+static _Thread_local char tls_err[1100];
+
+static int debug_where(void)
+{
+    const char *d = getenv("BRAID_DEBUG");
+    return d && d[0] && d[0] != '0';
+}
+
+static braid_status set_error(char *dst, const bd_err *e)
+{
+    if (debug_where() && e->where[0]) snprintf(dst, 1100, "%s [%s]", e->msg, e->where);
+    else snprintf(dst, 1100, "%s", e->msg);
+    return e->status;
+}
+
+static braid_status thread_fail(braid_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tls_err, sizeof tls_err, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
 const char *braid_version(void) { return "0.1.0"; }
+const char *braid_last_error(void) { return tls_err; }
+const char *braid_session_error(const braid_session *s) { return s ? s->err : tls_err; }
+const char *braid_dtype_name(braid_dtype t) { return bd_dtype_name((int)t); }
+
+const char *braid_status_name(braid_status s)
+{
+    static const char *names[] = {"ok", "invalid argument", "i/o error", "parse error", "invalid model",
+                                  "unsupported", "shape error", "dtype error", "out of memory", "no device",
+                                  "device error", "limit exceeded", "internal error"};
+    return (unsigned)s < sizeof names / sizeof *names ? names[s] : "unknown status";
+}
+
+/* ---- models ---------------------------------------------------------------- */
+
+braid_status braid_model_load_memory(const void *bytes, size_t size, const char *base_dir, braid_model **out)
+{
+    if (!out) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_model_load_memory: out is NULL");
+    *out = NULL;
+    if (!bytes && size) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_model_load_memory: bytes is NULL");
+    braid_model *m = bd_calloc(1, sizeof *m);
+    if (!m) return thread_fail(BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    bd_err e = {0};
+    if (bd_onnx_load(bytes, size, base_dir, &m->g, &e) != BRAID_OK) {
+        bd_free(m);
+        return set_error(tls_err, &e);
+    }
+    *out = m;
+    return BRAID_OK;
+}
+
+braid_status braid_model_load_file(const char *path, braid_model **out)
+{
+    if (!out) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_model_load_file: out is NULL");
+    *out = NULL;
+    if (!path) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_model_load_file: path is NULL");
+    bd_err e = {0};
+    void *bytes = NULL;
+    size_t size = 0;
+    if (bd_read_file(path, &bytes, &size, &e) != BRAID_OK) return set_error(tls_err, &e);
+    char *dir = bd_strdup(path);
+    if (!dir) { bd_free(bytes); return thread_fail(BRAID_ERR_OUT_OF_MEMORY, "out of memory"); }
+    braid_status st = braid_model_load_memory(bytes, size, dirname(dir), out);
+    if (st) {
+        char tmp[sizeof tls_err];
+        snprintf(tmp, sizeof tmp, "%s: %s", path, tls_err);
+        memcpy(tls_err, tmp, sizeof tls_err);
+    }
+    bd_free(dir);
+    bd_free(bytes);
+    return st;
+}
+
+const bd_graph *bd_model_graph(const braid_model *m) { return m ? &m->g : NULL; }
+
+void braid_model_destroy(braid_model *m)
+{
+    if (!m) return;
+    bd_graph_free(&m->g);
+    bd_free(m);
+}
+
+int braid_model_input_count(const braid_model *m) { return m ? m->g.n_inputs : 0; }
+int braid_model_output_count(const braid_model *m) { return m ? m->g.n_outputs : 0; }
+
+static void fill_info(const bd_value *v, braid_value_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->name = v->name;
+    out->dtype = (braid_dtype)v->dtype;
+    out->rank = v->rank;
+    for (int d = 0; d < v->rank && d < BRAID_MAX_RANK; d++) {
+        out->dims[d] = v->dims[d];
+        out->dim_names[d] = v->dim_param[d];
+    }
+}
+
+braid_status braid_model_input_info(const braid_model *m, int i, braid_value_info *out)
+{
+    if (!m || !out || i < 0 || i >= m->g.n_inputs)
+        return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_model_input_info: no input %d", i);
+    fill_info(&m->g.values[m->g.inputs[i]], out);
+    return BRAID_OK;
+}
+
+braid_status braid_model_output_info(const braid_model *m, int i, braid_value_info *out)
+{
+    if (!m || !out || i < 0 || i >= m->g.n_outputs)
+        return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_model_output_info: no output %d", i);
+    fill_info(&m->g.values[m->g.outputs[i]], out);
+    return BRAID_OK;
+}
+
+/* ---- options ------------------------------------------------------------------- */
+
+braid_status braid_options_create(braid_options **out)
+{
+    if (!out) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_options_create: out is NULL");
+    *out = bd_calloc(1, sizeof **out);
+    if (!*out) return thread_fail(BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    (*out)->backend = BRAID_BACKEND_AUTO;
+    return BRAID_OK;
+}
+
+void braid_options_destroy(braid_options *o)
+{
+    if (!o) return;
+    bd_free(o->profile_path);
+    bd_free(o);
+}
+
+#define OPT_CHECK(o, cond, what)                                                                   \
+    do {                                                                                           \
+        if (!(o)) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "%s: options is NULL", __func__);  \
+        if (!(cond)) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "%s: %s", __func__, what);      \
+    } while (0)
+
+braid_status braid_options_set_backend(braid_options *o, braid_backend b)
+{
+    OPT_CHECK(o, b == BRAID_BACKEND_AUTO || b == BRAID_BACKEND_CPU || b == BRAID_BACKEND_CUDA, "unknown backend");
+    o->backend = b;
+    return BRAID_OK;
+}
+braid_status braid_options_set_device(braid_options *o, int device)
+{
+    OPT_CHECK(o, device >= 0, "device must be >= 0");
+    o->x.device = device;
+    return BRAID_OK;
+}
+braid_status braid_options_set_max_streams(braid_options *o, int n)
+{
+    OPT_CHECK(o, n >= 0 && n <= 64, "max streams must be 0 (automatic) to 64");
+    o->x.max_streams = n;
+    return BRAID_OK;
+}
+braid_status braid_options_set_threads(braid_options *o, int n)
+{
+    OPT_CHECK(o, n >= 0 && n <= 1024, "threads must be 0 (all cores) to 1024");
+    o->x.threads = n;
+    return BRAID_OK;
+}
+braid_status braid_options_set_cuda_graph(braid_options *o, int enable)
+{
+    OPT_CHECK(o, 1, "");
+    o->x.cuda_graph = enable != 0;
+    return BRAID_OK;
+}
+braid_status braid_options_set_profile(braid_options *o, const char *path)
+{
+    OPT_CHECK(o, 1, "");
+    char *p = path ? bd_strdup(path) : NULL;
+    if (path && !p) return thread_fail(BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    bd_free(o->profile_path);
+    o->profile_path = p;
+    o->x.profile = p != NULL;
+    return BRAID_OK;
+}
+
+/* ---- sessions ------------------------------------------------------------------- */
+
+braid_status braid_session_create(const braid_model *m, const braid_options *o, braid_session **out)
+{
+    if (!out) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_session_create: out is NULL");
+    *out = NULL;
+    if (!m) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_session_create: model is NULL");
+    braid_options defaults = {.backend = BRAID_BACKEND_AUTO};
+    if (!o) o = &defaults;
+    braid_session *s = bd_calloc(1, sizeof *s);
+    if (!s) return thread_fail(BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    s->m = m;
+    s->x = o->x;
+    if (o->profile_path && !(s->profile_path = bd_strdup(o->profile_path))) {
+        bd_free(s);
+        return thread_fail(BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    s->kind = BRAID_BACKEND_CPU;
+    s->be = &bd_backend_cpu;
+#ifdef BRAID_HAVE_CUDA
+    char why[256] = "";
+    int have = o->backend != BRAID_BACKEND_CPU && bd_cuda_probe(why, sizeof why);
+    if (o->backend == BRAID_BACKEND_CUDA && !have) {
+        bd_free(s->profile_path);
+        bd_free(s);
+        return thread_fail(BRAID_ERR_NO_DEVICE, "the CUDA backend was asked for but no CUDA device answers: %s", why);
+    }
+    if (have) { s->kind = BRAID_BACKEND_CUDA; s->be = &bd_backend_cuda; }
+#else
+    if (o->backend == BRAID_BACKEND_CUDA) {
+        bd_free(s->profile_path);
+        bd_free(s);
+        return thread_fail(BRAID_ERR_NO_DEVICE, "the CUDA backend was asked for but this braid was built without CUDA");
+    }
+#endif
+    bd_err e = {0};
+    if (s->be->open(&m->g, &s->x, &s->bstate, &e) != BRAID_OK) {
+        bd_free(s->profile_path);
+        bd_free(s);
+        return set_error(tls_err, &e);
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    *out = s;
+    return BRAID_OK;
+}
+
+braid_backend braid_session_backend(const braid_session *s) { return s ? s->kind : BRAID_BACKEND_CPU; }
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
+        else fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* Chrome trace-event JSON: one track (tid) per stream, one slice per node. */
+static void write_profile(braid_session *s)
+{
+    FILE *f = fopen(s->profile_path, "w");
+    if (!f) return;
+    double t_base = -1;
+    for (int c = 0; c < PLAN_CACHE && s->cache[c]; c++)
+        for (int i = 0; i < s->cache[c]->n_trace; i++)
+            if (t_base < 0 || s->cache[c]->trace[i].t0 < t_base) t_base = s->cache[c]->trace[i].t0;
+    fprintf(f, "{\"traceEvents\":[\n");
+    int first = 1, max_stream = 0;
+    for (int c = 0; c < PLAN_CACHE && s->cache[c]; c++) {
+        bd_prepared *p = s->cache[c];
+        for (int i = 0; i < p->n_trace; i++) {
+            const bd_trace_event *t = &p->trace[i];
+            const bd_node *n = &p->g->nodes[t->node];
+            max_stream = BD_MAX(max_stream, t->stream);
+            fprintf(f, "%s{\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"name\":", first ? "" : ",\n",
+                    t->stream, (t->t0 - t_base) * 1e6, (t->t1 - t->t0) * 1e6);
+            json_str(f, n->name);
+            fprintf(f, ",\"cat\":");
+            json_str(f, n->op_type);
+            fprintf(f, ",\"args\":{\"op\":");
+            json_str(f, n->op_type);
+            fprintf(f, ",\"inputs\":\"");
+            for (int k = 0; k < n->n_in; k++) {
+                char b[160];
+                if (n->in[k] >= 0) fprintf(f, "%s%s", k ? " " : "", bd_shape_str(&p->inst.vals[n->in[k]], b, sizeof b));
+            }
+            fprintf(f, "\",\"outputs\":\"");
+            for (int k = 0; k < n->n_out; k++) {
+                char b[160];
+                if (n->out[k] >= 0) fprintf(f, "%s%s", k ? " " : "", bd_shape_str(&p->inst.vals[n->out[k]], b, sizeof b));
+            }
+            fprintf(f, "\"}}");
+            first = 0;
+        }
+    }
+    for (int t = 0; t <= max_stream; t++)
+        fprintf(f, "%s{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"stream %d\"}}",
+                first && t == 0 ? "" : ",\n", t, t);
+    fprintf(f, "\n]}\n");
+    fclose(f);
+}
+
+void braid_session_destroy(braid_session *s)
+{
+    if (!s) return;
+    if (s->profile_path) write_profile(s);
+    for (int c = 0; c < PLAN_CACHE; c++) {
+        if (!s->cache[c]) continue;
+        s->be->release(s->bstate, s->cache[c]);
+        bd_prepared_free(s->cache[c]);
+        bd_free(s->cache[c]);
+    }
+    s->be->close(s->bstate);
+    pthread_mutex_destroy(&s->mu);
+    bd_free(s->profile_path);
+    bd_free(s);
+}
+
+static int sig_match(const bd_prepared *p, const bd_tensor *in, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (k >= p->sig_len || p->sig[k++] != in[i].rank) return 0;
+        for (int d = 0; d < in[i].rank; d++)
+            if (k >= p->sig_len || p->sig[k++] != in[i].dims[d]) return 0;
+    }
+    return k == p->sig_len;
+}
+
+/* Finds or builds the plan for these input shapes; moves it to the front. */
+static braid_status get_plan(braid_session *s, const bd_tensor *in, bd_prepared **out, bd_err *e)
+{
+    const bd_graph *g = &s->m->g;
+    int c = 0;
+    while (c < PLAN_CACHE && s->cache[c] && !sig_match(s->cache[c], in, g->n_inputs)) c++;
+    if (c == PLAN_CACHE || !s->cache[c]) {
+        bd_prepared *p = bd_calloc(1, sizeof *p);
+        if (!p) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+        braid_status st = bd_prepare(g, in, s->x.max_streams, p, e);
+        if (!st) {
+            st = s->be->prepare(s->bstate, p, e);
+            if (st) bd_prepared_free(p);
+        }
+        if (st) { bd_free(p); return st; }
+        c = PLAN_CACHE - 1;
+        if (s->cache[c]) {
+            s->be->release(s->bstate, s->cache[c]);
+            bd_prepared_free(s->cache[c]);
+            bd_free(s->cache[c]);
+        }
+        s->cache[c] = p;
+    }
+    bd_prepared *p = s->cache[c];
+    memmove(&s->cache[1], &s->cache[0], (size_t)c * sizeof *s->cache);
+    s->cache[0] = p;
+    *out = p;
+    return BRAID_OK;
+}
+
+static braid_status run_locked(braid_session *s, int n_inputs, const braid_tensor *inputs, int n_outputs,
+                               braid_tensor *outputs, bd_err *e)
+{
+    const bd_graph *g = &s->m->g;
+    bd_tensor in[64];
+    if (n_inputs != g->n_inputs)
+        return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "the model has %d inputs, %d were given", g->n_inputs, n_inputs);
+    if (n_inputs > 64) return BD_FAIL(e, BRAID_ERR_LIMIT, "the model has %d inputs; braid accepts up to 64", n_inputs);
+    if (n_outputs < 0 || n_outputs > g->n_outputs || (n_outputs && !outputs))
+        return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "asked for %d outputs; the model has %d", n_outputs, g->n_outputs);
+    for (int i = 0; i < n_inputs; i++) {
+        const braid_tensor *t = &inputs[i];
+        in[i].dtype = t->dtype;
+        in[i].rank = t->rank;
+        in[i].data = t->data;
+        if (t->rank < 0 || t->rank > BD_MAX_RANK)
+            return BD_FAIL(e, BRAID_ERR_SHAPE, "input '%s' has rank %d; braid supports 0 to %d",
+                           g->values[g->inputs[i]].name, t->rank, BD_MAX_RANK);
+        memcpy(in[i].dims, t->dims, sizeof in[i].dims);
+        braid_status st = bd_check_input(g, i, &in[i], e);
+        if (st) return st;
+        size_t nb;
+        if ((st = bd_tensor_nbytes(&in[i], &nb, e))) return st;
+        if (!t->data && nb)
+            return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "input '%s' has no data", g->values[g->inputs[i]].name);
+    }
+    bd_prepared *p = NULL;
+    braid_status st = get_plan(s, in, &p, e);
+    if (st) return st;
+    if ((st = s->be->run(s->bstate, p, in, e))) return st;
+    for (int o = 0; o < g->n_outputs; o++) {
+        int v = g->outputs[o];
+        const void *src = p->inst.vals[v].data; /* a constant or folded output */
+        if (g->values[v].flags & BD_VAL_INPUT) {
+            for (int i = 0; i < g->n_inputs; i++)
+                if (g->inputs[i] == v) src = in[i].data;
+        } else if (p->val_out[v] != o) {
+            src = p->out_data[p->val_out[v]]; /* the same value listed twice */
+        }
+        if (src && p->out_bytes[o]) memcpy(p->out_data[o], src, p->out_bytes[o]);
+    }
+    for (int o = 0; o < n_outputs; o++) {
+        const bd_tensor *t = &p->inst.vals[g->outputs[o]];
+        outputs[o].dtype = (braid_dtype)t->dtype;
+        outputs[o].rank = t->rank;
+        memcpy(outputs[o].dims, t->dims, sizeof outputs[o].dims);
+        outputs[o].data = p->out_data[o];
+    }
+    return BRAID_OK;
+}
+
+braid_status braid_session_run(braid_session *s, int n_inputs, const braid_tensor *inputs, int n_outputs,
+                               braid_tensor *outputs)
+{
+    if (!s) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_session_run: session is NULL");
+    if (n_inputs && !inputs) {
+        snprintf(s->err, sizeof s->err, "braid_session_run: inputs is NULL");
+        return BRAID_ERR_INVALID_ARGUMENT;
+    }
+    bd_err e = {0};
+    pthread_mutex_lock(&s->mu);
+    braid_status st = run_locked(s, n_inputs, inputs, n_outputs, outputs, &e);
+    if (st) set_error(s->err, &e);
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}

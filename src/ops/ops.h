@@ -73,7 +73,9 @@ braid_status bd_axis(int64_t axis, int rank, int *out, bd_err *e);
 /* Reads a constant int64 or int32 1-D (or scalar) input into out (max entries). */
 braid_status bd_const_ints(const bd_tensor *t, const char *what, int64_t *out, int max, int *count,
                            bd_err *e);
-/* Fails with DTYPE unless t->dtype is one of the listed types (0-terminated). */
+/* Fails with UNSUPPORTED unless t->dtype is one of the listed types (0-terminated):
+ * a dtype braid does not run for this op. Use DTYPE for inputs whose dtypes
+ * must agree and do not. */
 braid_status bd_expect_dtype(const bd_tensor *t, const char *what, bd_err *e, ...);
 
 #endif /* BD_OPS_H */

@@ -92,5 +92,6 @@ braid_status bd_expect_dtype(const bd_tensor *t, const char *what, bd_err *e, ..
     for (int dt = va_arg(ap, int); dt; dt = va_arg(ap, int))
         if (dt == t->dtype) { va_end(ap); return BRAID_OK; }
     va_end(ap);
-    return BD_FAIL(e, BRAID_ERR_DTYPE, "%s has unsupported dtype %s", what, bd_dtype_name(t->dtype));
+    return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "%s has dtype %s, which braid does not support here", what,
+                   bd_dtype_name(t->dtype));
 }

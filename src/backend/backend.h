@@ -1,0 +1,75 @@
+/* backend.h: the backend interface. A backend runs prepared plans: it owns
+ * the session's device state (weights, streams, handles), a plan's memory
+ * (arena, output buffers, events) and the walk over the plan's commands.
+ * The CPU backend runs each plan stream on a worker thread; the CUDA backend
+ * enqueues onto one cudaStream_t per plan stream. Kernels are reached through
+ * each backend's own per-family table. */
+#ifndef BD_BACKEND_H
+#define BD_BACKEND_H
+
+#include "graph/shape.h"
+#include "sched/plan.h"
+
+typedef struct bd_exec_opts {
+    int max_streams; /* 0 = automatic */
+    int threads;     /* 0 = all cores */
+    int device;
+    int cuda_graph;
+    int profile;     /* collect per-node timings into the trace */
+} bd_exec_opts;
+
+/* One slice of the profile: a node run on a stream. */
+typedef struct bd_trace_event {
+    int stream;
+    int node;      /* graph node index */
+    double t0, t1; /* seconds, bd_now() */
+} bd_trace_event;
+
+/* A plan specialized to one input signature, ready to run. */
+typedef struct bd_prepared {
+    const bd_graph *g;
+    int64_t *sig;       /* input dims, the cache key */
+    int sig_len;
+    bd_inst inst;       /* shapes and plan-time constants */
+    int n_live;
+    int *live;          /* plan node i is graph node live[i] */
+    bd_sched_input sin; /* arrays owned here */
+    bd_plan plan;
+    int *val_buf;       /* per value: arena buffer index, or -1 */
+    int *val_out;       /* per value: graph output slot that holds it, or -1 */
+    bd_tensor *vals;    /* per value: shape plus the data pointer the backend binds */
+    void **out_data;    /* per graph output: a host-visible buffer */
+    size_t *out_bytes;
+    void *bstate;       /* the backend's per-plan state */
+    /* profile of the last runs */
+    bd_trace_event *trace;
+    int n_trace, cap_trace;
+} bd_prepared;
+
+typedef struct bd_backend {
+    const char *name;
+    braid_status (*open)(const bd_graph *g, const bd_exec_opts *o, void **state, bd_err *e);
+    void (*close)(void *state);
+    /* Binds p->vals[v].data for constants, intermediates and outputs, and
+     * allocates p->out_data. */
+    braid_status (*prepare)(void *state, bd_prepared *p, bd_err *e);
+    void (*release)(void *state, bd_prepared *p);
+    /* inputs: one per graph input, data on the host. On return the outputs
+     * are in p->out_data, readable by the host. */
+    braid_status (*run)(void *state, bd_prepared *p, const bd_tensor *inputs, bd_err *e);
+} bd_backend;
+
+extern const bd_backend bd_backend_cpu;
+#ifdef BRAID_HAVE_CUDA
+extern const bd_backend bd_backend_cuda;
+/* 1 when a CUDA device answers; *why gets the reason when not. */
+int bd_cuda_probe(char *why, size_t n);
+#endif
+
+/* Builds the plan of one input signature (backend-independent part). */
+braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_streams, bd_prepared *p, bd_err *e);
+void bd_prepared_free(bd_prepared *p);
+/* Appends a trace event (thread-safe only per stream slot: callers lock). */
+void bd_trace_add(bd_prepared *p, int stream, int node, double t0, double t1);
+
+#endif

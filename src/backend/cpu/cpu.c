@@ -1,0 +1,216 @@
+/* cpu.c: the CPU backend. Each plan stream runs on its own worker thread
+ * (stream 0 on the caller's); an event is a generation counter guarded by a
+ * mutex and a condition variable: RECORD stores the run's generation and
+ * wakes waiters, WAIT sleeps until the event holds this run's generation. A
+ * failing kernel aborts the run: every waiter wakes up and every stream
+ * stops, so an error never deadlocks. */
+#include <cblas.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_ops.h"
+
+typedef struct cpu_state {
+    int threads;
+    int profile;
+} cpu_state;
+
+typedef struct cpu_plan {
+    void *arena_base;  /* bd_malloc'ed, arena is aligned inside it */
+    long *event_gen;   /* per event: the generation of the run that recorded it */
+    long gen;
+    int abort;
+    bd_err err;        /* the first failure of the run */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int max_in, max_out;
+} cpu_plan;
+
+static braid_status cpu_open(const bd_graph *g, const bd_exec_opts *o, void **state, bd_err *e)
+{
+    cpu_state *s = bd_calloc(1, sizeof *s);
+    if (!s) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    s->threads = o->threads > 0 ? o->threads : (int)(ncpu > 0 ? ncpu : 1);
+    s->profile = o->profile;
+    *state = s;
+    return BRAID_OK;
+}
+
+static void cpu_close(void *state) { bd_free(state); }
+
+static void *align_up(void *p, size_t a) { return (void *)(((uintptr_t)p + a - 1) & ~(uintptr_t)(a - 1)); }
+
+static void cpu_release(void *state, bd_prepared *p)
+{
+    cpu_plan *cp = p->bstate;
+    if (cp) {
+        pthread_mutex_destroy(&cp->mu);
+        pthread_cond_destroy(&cp->cv);
+        bd_free(cp->arena_base);
+        bd_free(cp->event_gen);
+        bd_free(cp);
+    }
+    for (int o = 0; o < p->g->n_outputs; o++) { bd_free(p->out_data[o]); p->out_data[o] = NULL; }
+    p->bstate = NULL;
+}
+
+static braid_status cpu_prepare(void *state, bd_prepared *p, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    const bd_graph *g = p->g;
+    cpu_plan *cp = bd_calloc(1, sizeof *cp);
+    if (!cp) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    p->bstate = cp;
+    pthread_mutex_init(&cp->mu, NULL);
+    pthread_cond_init(&cp->cv, NULL);
+    cp->arena_base = bd_malloc(p->plan.arena_size + BD_PLAN_ALIGN);
+    cp->event_gen = bd_calloc((size_t)p->plan.n_events + 1, sizeof(long));
+    BD_CHECK_ALLOC(e, cp->arena_base && cp->event_gen);
+    char *arena = align_up(cp->arena_base, BD_PLAN_ALIGN);
+    for (int v = 0; v < g->n_values; v++)
+        if (p->val_buf[v] >= 0) p->vals[v].data = arena + p->plan.buf_offset[p->val_buf[v]];
+    for (int o = 0; o < g->n_outputs; o++) {
+        p->out_data[o] = bd_malloc(p->out_bytes[o]);
+        BD_CHECK_ALLOC(e, p->out_data[o]);
+    }
+    for (int v = 0; v < g->n_values; v++)
+        if (p->val_out[v] >= 0 && p->inst.vals[v].data == NULL && !(g->values[v].flags & BD_VAL_INPUT))
+            p->vals[v].data = p->out_data[p->val_out[v]];
+    for (int i = 0; i < p->n_live; i++) {
+        cp->max_in = BD_MAX(cp->max_in, g->nodes[p->live[i]].n_in);
+        cp->max_out = BD_MAX(cp->max_out, g->nodes[p->live[i]].n_out);
+    }
+    return BRAID_OK;
+fail:
+    cpu_release(state, p);
+    return st;
+}
+
+typedef struct worker {
+    bd_prepared *p;
+    cpu_state *s;
+    int stream;
+    int threads;
+    pthread_t tid;
+} worker;
+
+static void run_abort(cpu_plan *cp, const bd_err *err)
+{
+    pthread_mutex_lock(&cp->mu);
+    if (!cp->abort) {
+        cp->abort = 1;
+        cp->err = *err;
+    }
+    pthread_cond_broadcast(&cp->cv);
+    pthread_mutex_unlock(&cp->mu);
+}
+
+static void *run_stream(void *arg)
+{
+    worker *w = arg;
+    bd_prepared *p = w->p;
+    cpu_plan *cp = p->bstate;
+    const bd_graph *g = p->g;
+    bd_err err = {0};
+    bd_tensor *in = bd_calloc((size_t)cp->max_in + 1, sizeof *in);
+    bd_tensor *out = bd_calloc((size_t)cp->max_out + 1, sizeof *out);
+    if (!in || !out) {
+        BD_FAIL(&err, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+        run_abort(cp, &err);
+        goto done;
+    }
+    for (int c = p->plan.stream_start[w->stream]; c < p->plan.stream_start[w->stream + 1]; c++) {
+        const bd_cmd *cmd = &p->plan.cmds[c];
+        if (cmd->kind == BD_CMD_LAUNCH) {
+            if (__atomic_load_n(&cp->abort, __ATOMIC_ACQUIRE)) break;
+            int ni = p->live[cmd->arg];
+            const bd_node *n = &g->nodes[ni];
+            for (int k = 0; k < n->n_in; k++) {
+                if (n->in[k] < 0) { memset(&in[k], 0, sizeof in[k]); in[k].rank = -1; }
+                else in[k] = p->vals[n->in[k]];
+            }
+            for (int k = 0; k < n->n_out; k++) out[k] = p->vals[n->out[k] >= 0 ? n->out[k] : 0];
+            /* An omitted optional output still needs memory: none of braid's
+             * kernels write such outputs, so they get a NULL pointer. */
+            for (int k = 0; k < n->n_out; k++)
+                if (n->out[k] < 0) out[k].data = NULL;
+            bd_kernel k = {.node = n, .in = in, .n_in = n->n_in, .out = out, .n_out = n->n_out,
+                           .threads = w->threads, .err = &err};
+            double t0 = w->s->profile ? bd_now() : 0;
+            if (bd_cpu_run(&k) != BRAID_OK) {
+                bd_err_prefix(&err, "node '%s' (%s): ", n->name, n->op_type);
+                run_abort(cp, &err);
+                break;
+            }
+            if (w->s->profile) {
+                double t1 = bd_now();
+                pthread_mutex_lock(&cp->mu);
+                bd_trace_add(p, w->stream, ni, t0, t1);
+                pthread_mutex_unlock(&cp->mu);
+            }
+        } else if (cmd->kind == BD_CMD_RECORD) {
+            pthread_mutex_lock(&cp->mu);
+            cp->event_gen[cmd->arg] = cp->gen;
+            pthread_cond_broadcast(&cp->cv);
+            pthread_mutex_unlock(&cp->mu);
+        } else {
+            pthread_mutex_lock(&cp->mu);
+            while (cp->event_gen[cmd->arg] != cp->gen && !cp->abort) pthread_cond_wait(&cp->cv, &cp->mu);
+            int stop = cp->abort;
+            pthread_mutex_unlock(&cp->mu);
+            if (stop) break;
+        }
+    }
+done:
+    bd_free(in);
+    bd_free(out);
+    return NULL;
+}
+
+static braid_status cpu_run(void *state, bd_prepared *p, const bd_tensor *inputs, bd_err *e)
+{
+    cpu_state *s = state;
+    cpu_plan *cp = p->bstate;
+    const bd_graph *g = p->g;
+    int S = p->plan.n_streams;
+    if (S < 1) return BRAID_OK; /* nothing to run: every output is a constant or an input */
+    for (int i = 0; i < g->n_inputs; i++) p->vals[g->inputs[i]].data = inputs[i].data;
+    worker *w = bd_calloc((size_t)S, sizeof *w);
+    if (!w) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    cp->gen++;
+    cp->abort = 0;
+    /* Intra-op threads share the cores with the stream threads. */
+    int per = BD_MAX(1, s->threads / S);
+    openblas_set_num_threads(per);
+    int started = 1;
+    for (int t = 0; t < S; t++) w[t] = (worker){.p = p, .s = s, .stream = t, .threads = per};
+    for (int t = 1; t < S; t++) {
+        if (pthread_create(&w[t].tid, NULL, run_stream, &w[t]) != 0) {
+            bd_err err;
+            BD_FAIL(&err, BRAID_ERR_INTERNAL, "cannot start the thread of stream %d", t);
+            run_abort(cp, &err);
+            break;
+        }
+        started++;
+    }
+    run_stream(&w[0]);
+    for (int t = 1; t < started; t++) pthread_join(w[t].tid, NULL);
+    bd_free(w);
+    if (cp->abort) {
+        *e = cp->err;
+        return e->status;
+    }
+    return BRAID_OK;
+}
+
+const bd_backend bd_backend_cpu = {
+    .name = "cpu",
+    .open = cpu_open,
+    .close = cpu_close,
+    .prepare = cpu_prepare,
+    .release = cpu_release,
+    .run = cpu_run,
+};

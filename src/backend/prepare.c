@@ -1,0 +1,176 @@
+/* prepare.c: the backend-independent half of running a model: specialize
+ * the graph to the input shapes, hand the live nodes, their dependencies,
+ * costs and intermediate buffers to the plan compiler, and verify the plan. */
+#include "backend/backend.h"
+
+#include <string.h>
+
+void bd_prepared_free(bd_prepared *p)
+{
+    if (!p) return;
+    bd_inst_free(&p->inst);
+    bd_plan_free(&p->plan);
+    bd_free(p->sig);
+    bd_free(p->live);
+    bd_free((void *)p->sin.pred_start);
+    bd_free((void *)p->sin.pred);
+    bd_free((void *)p->sin.cost);
+    bd_free((void *)p->sin.buf_size);
+    bd_free((void *)p->sin.buf_producer);
+    bd_free((void *)p->sin.use_start);
+    bd_free((void *)p->sin.use);
+    bd_free((void *)p->sin.node_name);
+    bd_free(p->val_buf);
+    bd_free(p->val_out);
+    bd_free(p->vals);
+    bd_free(p->out_data);
+    bd_free(p->out_bytes);
+    bd_free(p->trace);
+    memset(p, 0, sizeof *p);
+}
+
+void bd_trace_add(bd_prepared *p, int stream, int node, double t0, double t1)
+{
+    if (p->n_trace == p->cap_trace) {
+        int cap = p->cap_trace ? 2 * p->cap_trace : 1024;
+        if (cap > 1 << 20) return; /* a bounded profile */
+        bd_trace_event *t = bd_realloc(p->trace, (size_t)cap * sizeof *t);
+        if (!t) return;
+        p->trace = t;
+        p->cap_trace = cap;
+    }
+    p->trace[p->n_trace++] = (bd_trace_event){stream, node, t0, t1};
+}
+
+/* Builds bd_sched_input from the instance's live nodes. */
+static braid_status build_sched_input(bd_prepared *p, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    const bd_graph *g = p->g;
+    int nv = g->n_values, nn = g->n_nodes;
+    int *node_live_idx = bd_malloc(((size_t)nn + 1) * sizeof(int));
+    int *pred_start = NULL, *pred = NULL, *buf_producer = NULL, *use_start = NULL, *use = NULL;
+    double *cost = NULL;
+    size_t *buf_size = NULL;
+    const char **names = NULL;
+    BD_CHECK_ALLOC(e, node_live_idx);
+    p->live = bd_malloc(((size_t)nn + 1) * sizeof(int));
+    p->val_buf = bd_malloc(((size_t)nv + 1) * sizeof(int));
+    p->val_out = bd_malloc(((size_t)nv + 1) * sizeof(int));
+    BD_CHECK_ALLOC(e, p->live && p->val_buf && p->val_out);
+    p->n_live = 0;
+    for (int i = 0; i < nn; i++) {
+        node_live_idx[i] = -1;
+        if (p->inst.live[i]) { node_live_idx[i] = p->n_live; p->live[p->n_live++] = i; }
+    }
+    for (int v = 0; v < nv; v++) p->val_buf[v] = p->val_out[v] = -1;
+    for (int o = 0; o < g->n_outputs; o++)
+        if (p->val_out[g->outputs[o]] < 0) p->val_out[g->outputs[o]] = o;
+
+    int L = p->n_live, n_pred = 0, n_bufs = 0, n_use = 0;
+    for (int i = 0; i < L; i++) {
+        const bd_node *n = &g->nodes[p->live[i]];
+        n_pred += n->n_in;
+        n_use += n->n_in;
+        n_bufs += n->n_out;
+    }
+    pred_start = bd_malloc(((size_t)L + 1) * sizeof(int));
+    pred = bd_malloc(((size_t)n_pred + 1) * sizeof(int));
+    cost = bd_malloc(((size_t)L + 1) * sizeof(double));
+    names = bd_malloc(((size_t)L + 1) * sizeof(char *));
+    buf_size = bd_malloc(((size_t)n_bufs + 1) * sizeof(size_t));
+    buf_producer = bd_malloc(((size_t)n_bufs + 1) * sizeof(int));
+    use_start = bd_calloc((size_t)n_bufs + 2, sizeof(int));
+    use = bd_malloc(((size_t)n_use + 1) * sizeof(int));
+    BD_CHECK_ALLOC(e, pred_start && pred && cost && names && buf_size && buf_producer && use_start && use);
+    /* Buffers: outputs of live nodes that are not graph outputs. */
+    int nb = 0;
+    for (int i = 0; i < L; i++) {
+        const bd_node *n = &g->nodes[p->live[i]];
+        cost[i] = p->inst.cost[p->live[i]];
+        names[i] = n->name;
+        for (int o = 0; o < n->n_out; o++) {
+            int v = n->out[o];
+            if (v < 0 || p->val_out[v] >= 0) continue;
+            size_t bytes;
+            BD_TRY(bd_tensor_nbytes(&p->inst.vals[v], &bytes, e));
+            p->val_buf[v] = nb;
+            buf_size[nb] = bytes ? bytes : 1;
+            buf_producer[nb++] = i;
+        }
+    }
+    /* Predecessors and buffer users (CSR). */
+    int k = 0;
+    for (int i = 0; i < L; i++) {
+        const bd_node *n = &g->nodes[p->live[i]];
+        pred_start[i] = k;
+        for (int j = 0; j < n->n_in; j++) {
+            int v = n->in[j];
+            if (v < 0 || g->values[v].producer < 0) continue;
+            int pl = node_live_idx[g->values[v].producer];
+            if (pl >= 0) pred[k++] = pl;
+            if (p->val_buf[v] >= 0) use_start[p->val_buf[v] + 1]++;
+        }
+    }
+    pred_start[L] = k;
+    for (int b = 0; b < nb; b++) use_start[b + 1] += use_start[b];
+    int *fill = bd_calloc((size_t)nb + 1, sizeof(int));
+    BD_CHECK_ALLOC(e, fill);
+    for (int i = 0; i < L; i++) {
+        const bd_node *n = &g->nodes[p->live[i]];
+        for (int j = 0; j < n->n_in; j++) {
+            int v = n->in[j];
+            if (v < 0 || p->val_buf[v] < 0) continue;
+            int b = p->val_buf[v];
+            use[use_start[b] + fill[b]++] = i;
+        }
+    }
+    bd_free(fill);
+    p->sin = (bd_sched_input){.n_nodes = L, .pred_start = pred_start, .pred = pred, .cost = cost,
+                              .sync_cost = 20e-6, .n_bufs = nb, .buf_size = buf_size,
+                              .buf_producer = buf_producer, .use_start = use_start, .use = use,
+                              .node_name = names};
+    bd_free(node_live_idx);
+    return BRAID_OK;
+fail:
+    bd_free(node_live_idx);
+    bd_free(pred_start);
+    bd_free(pred);
+    bd_free(cost);
+    bd_free(names);
+    bd_free(buf_size);
+    bd_free(buf_producer);
+    bd_free(use_start);
+    bd_free(use);
+    return st;
+}
+
+braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_streams, bd_prepared *p, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    memset(p, 0, sizeof *p);
+    p->g = g;
+    int len = 0;
+    for (int i = 0; i < g->n_inputs; i++) len += 1 + inputs[i].rank;
+    p->sig = bd_malloc(((size_t)len + 1) * sizeof(int64_t));
+    BD_CHECK_ALLOC(e, p->sig);
+    for (int i = 0; i < g->n_inputs; i++) {
+        p->sig[p->sig_len++] = inputs[i].rank;
+        for (int d = 0; d < inputs[i].rank; d++) p->sig[p->sig_len++] = inputs[i].dims[d];
+    }
+    BD_TRY(bd_inst_build(g, inputs, &p->inst, e));
+    BD_TRY(build_sched_input(p, e));
+    BD_TRY(bd_plan_build(&p->sin, max_streams, &p->plan, e));
+    st = bd_plan_verify(&p->sin, &p->plan, e);
+    if (st) { bd_err_prefix(e, "plan verification failed: "); goto fail; }
+    p->vals = bd_malloc(((size_t)g->n_values + 1) * sizeof(bd_tensor));
+    p->out_data = bd_calloc((size_t)g->n_outputs + 1, sizeof(void *));
+    p->out_bytes = bd_calloc((size_t)g->n_outputs + 1, sizeof(size_t));
+    BD_CHECK_ALLOC(e, p->vals && p->out_data && p->out_bytes);
+    memcpy(p->vals, p->inst.vals, (size_t)g->n_values * sizeof(bd_tensor));
+    for (int o = 0; o < g->n_outputs; o++) BD_TRY(bd_tensor_nbytes(&p->inst.vals[g->outputs[o]], &p->out_bytes[o], e));
+    return BRAID_OK;
+fail:
+    bd_prepared_free(p);
+    return st;
+}

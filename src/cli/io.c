@@ -1,0 +1,289 @@
+/* io.c: the braid command's inputs and outputs: tensors from .npy and .pb
+ * files, fixed-seed random inputs shaped by --shape, output summaries and
+ * .npy files; and the `run` and `info` commands. */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "onnx/onnx_internal.h"
+#include "ops/ops.h"
+#include "util/npy.h"
+
+braid_status cli_session(const cli_opts *o, const braid_model *m, int max_streams, braid_session **s)
+{
+    braid_options *opt = NULL;
+    braid_status st = braid_options_create(&opt);
+    if (!st) st = braid_options_set_backend(opt, o->backend);
+    if (!st) st = braid_options_set_max_streams(opt, max_streams);
+    if (!st) st = braid_options_set_threads(opt, o->threads);
+    if (!st) st = braid_options_set_cuda_graph(opt, o->cuda_graph);
+    if (!st && o->profile) st = braid_options_set_profile(opt, o->profile);
+    if (!st) st = braid_session_create(m, opt, s);
+    braid_options_destroy(opt);
+    return st;
+}
+
+static void to_public(const bd_tensor *t, braid_tensor *out)
+{
+    out->dtype = (braid_dtype)t->dtype;
+    out->rank = t->rank;
+    memcpy(out->dims, t->dims, sizeof out->dims);
+    out->data = t->data;
+}
+
+braid_status cli_read_tensor(const char *path, braid_tensor *out, char *err, size_t n)
+{
+    bd_err e = {0};
+    bd_tensor t = {0};
+    size_t len = strlen(path);
+    braid_status st = len > 4 && !strcmp(path + len - 4, ".npy") ? bd_npy_read(path, &t, &e)
+                                                                 : bd_onnx_read_tensor_file(path, &t, NULL, &e);
+    if (st) { snprintf(err, n, "%s", e.msg); return st; }
+    to_public(&t, out);
+    return BRAID_OK;
+}
+
+void cli_free_tensors(braid_tensor *t, int n)
+{
+    for (int i = 0; i < n; i++) { bd_free(t[i].data); t[i].data = NULL; }
+}
+
+/* "NAME=VALUE" with NAME == name: returns VALUE. */
+static const char *lookup(const char *const *args, int n, const char *name)
+{
+    size_t ln = strlen(name);
+    for (int i = 0; i < n; i++)
+        if (!strncmp(args[i], name, ln) && args[i][ln] == '=') return args[i] + ln + 1;
+    return NULL;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+braid_status cli_make_inputs(const cli_opts *o, const braid_model *m, braid_tensor *ins, char *err, size_t n)
+{
+    int count = braid_model_input_count(m);
+    /* Every --input and --shape must name an input. */
+    for (int k = 0; k < o->n_inputs + o->n_shapes; k++) {
+        const char *a = k < o->n_inputs ? o->inputs[k] : o->shapes[k - o->n_inputs];
+        const char *eq = strchr(a, '=');
+        int found = 0;
+        for (int i = 0; eq && i < count; i++) {
+            braid_value_info vi;
+            braid_model_input_info(m, i, &vi);
+            found |= strlen(vi.name) == (size_t)(eq - a) && !strncmp(vi.name, a, (size_t)(eq - a));
+        }
+        if (!eq) { snprintf(err, n, "'%s' must be NAME=%s", a, k < o->n_inputs ? "FILE" : "1x3x224x224"); return BRAID_ERR_INVALID_ARGUMENT; }
+        if (!found) { snprintf(err, n, "the model has no input named '%.*s'", (int)(eq - a), a); return BRAID_ERR_INVALID_ARGUMENT; }
+    }
+    memset(ins, 0, (size_t)count * sizeof *ins);
+    for (int i = 0; i < count; i++) {
+        braid_value_info vi;
+        braid_model_input_info(m, i, &vi);
+        const char *file = lookup(o->inputs, o->n_inputs, vi.name);
+        if (file) {
+            char e2[1024];
+            if (cli_read_tensor(file, &ins[i], e2, sizeof e2)) {
+                snprintf(err, n, "input '%s': %s", vi.name, e2);
+                cli_free_tensors(ins, i);
+                return BRAID_ERR_IO;
+            }
+            continue;
+        }
+        braid_tensor *t = &ins[i];
+        t->dtype = vi.dtype;
+        t->rank = vi.rank < 0 ? 0 : vi.rank;
+        memcpy(t->dims, vi.dims, sizeof t->dims);
+        const char *shape = lookup(o->shapes, o->n_shapes, vi.name);
+        if (shape) {
+            int r = 0;
+            const char *p = shape;
+            while (*p) {
+                char *end;
+                long long d = strtoll(p, &end, 10);
+                if (end == p || d < 0 || r == BRAID_MAX_RANK || (*end && *end != 'x')) {
+                    snprintf(err, n, "--shape %s=%s: write the dims as 1x3x224x224", vi.name, shape);
+                    cli_free_tensors(ins, i);
+                    return BRAID_ERR_INVALID_ARGUMENT;
+                }
+                t->dims[r++] = d;
+                p = *end ? end + 1 : end;
+            }
+            t->rank = r;
+        }
+        for (int d = 0; d < t->rank; d++) {
+            if (t->dims[d] < 0) {
+                snprintf(err, n, "input '%s' has a dynamic dim %s%s%s: give its shape with --shape %s=...", vi.name,
+                         vi.dim_names[d] ? "'" : "", vi.dim_names[d] ? vi.dim_names[d] : "", vi.dim_names[d] ? "'" : "", vi.name);
+                cli_free_tensors(ins, i);
+                return BRAID_ERR_SHAPE;
+            }
+        }
+        bd_tensor bt = {.dtype = t->dtype, .rank = t->rank};
+        memcpy(bt.dims, t->dims, sizeof bt.dims);
+        bd_err e = {0};
+        size_t nb;
+        if (bd_tensor_nbytes(&bt, &nb, &e) || !bd_dtype_size(t->dtype)) {
+            snprintf(err, n, "input '%s': %s", vi.name, e.msg[0] ? e.msg : "unsupported dtype");
+            cli_free_tensors(ins, i);
+            return BRAID_ERR_SHAPE;
+        }
+        t->data = bd_calloc(1, nb + 1);
+        if (!t->data) { snprintf(err, n, "out of memory"); cli_free_tensors(ins, i); return BRAID_ERR_OUT_OF_MEMORY; }
+        /* Fixed seed per input: uniform [0, 1) floats, 0/1 bools, zero ints. */
+        uint64_t seed = 0x9E3779B97F4A7C15ull + (uint64_t)i;
+        int64_t cnt = bd_numel(&bt);
+        for (int64_t k = 0; k < cnt; k++) {
+            double r = (double)(rng_next(&seed) >> 11) / 9007199254740992.0;
+            if (t->dtype == BRAID_DTYPE_FLOAT) ((float *)t->data)[k] = (float)r;
+            else if (t->dtype == BRAID_DTYPE_DOUBLE) ((double *)t->data)[k] = r;
+            else if (t->dtype == BRAID_DTYPE_BOOL) ((uint8_t *)t->data)[k] = r < 0.5;
+        }
+    }
+    return BRAID_OK;
+}
+
+void cli_print_summary(FILE *f, const char *name, const braid_tensor *t)
+{
+    bd_tensor bt = {.dtype = t->dtype, .rank = t->rank, .data = t->data};
+    memcpy(bt.dims, t->dims, sizeof bt.dims);
+    char shape[160];
+    int64_t n = bd_numel(&bt);
+    double mn = INFINITY, mx = -INFINITY, sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v;
+        switch (t->dtype) {
+        case BRAID_DTYPE_FLOAT: v = ((float *)t->data)[i]; break;
+        case BRAID_DTYPE_DOUBLE: v = ((double *)t->data)[i]; break;
+        case BRAID_DTYPE_INT64: v = (double)((int64_t *)t->data)[i]; break;
+        case BRAID_DTYPE_INT32: v = ((int32_t *)t->data)[i]; break;
+        case BRAID_DTYPE_BOOL: case BRAID_DTYPE_UINT8: v = ((uint8_t *)t->data)[i]; break;
+        case BRAID_DTYPE_INT8: v = ((int8_t *)t->data)[i]; break;
+        default: v = 0;
+        }
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+        sum += v;
+    }
+    fprintf(f, "%s: shape %s dtype %s", name, bd_shape_str(&bt, shape, sizeof shape), bd_dtype_name(t->dtype));
+    if (n > 0) fprintf(f, " min %.6g max %.6g mean %.6g", mn, mx, sum / (double)n);
+    fprintf(f, "\n");
+}
+
+int cli_run(const cli_opts *o)
+{
+    braid_model *m = NULL;
+    braid_session *s = NULL;
+    braid_tensor ins[CLI_MAX_ARGS], outs[CLI_MAX_ARGS];
+    char err[1200];
+    int rc = CLI_FAIL, n_in = 0;
+    braid_status st = braid_model_load_file(o->model, &m);
+    if (st) return cli_fail("%s", braid_last_error()), cli_status_exit(st);
+    n_in = braid_model_input_count(m);
+    int n_out = braid_model_output_count(m);
+    if (n_in > CLI_MAX_ARGS || n_out > CLI_MAX_ARGS) { cli_fail("models with more than %d inputs or outputs are not supported by the command line", CLI_MAX_ARGS); n_in = 0; goto done; }
+    if ((st = cli_make_inputs(o, m, ins, err, sizeof err))) { n_in = 0; rc = cli_fail("%s", err); goto done; }
+    if ((st = cli_session(o, m, o->streams, &s))) { rc = cli_fail("%s", braid_last_error()); rc = cli_status_exit(st); goto done; }
+    fprintf(stderr, "braid: backend %s\n", braid_session_backend(s) == BRAID_BACKEND_CUDA ? "cuda" : "cpu");
+    if ((st = braid_session_run(s, n_in, ins, n_out, outs))) { cli_fail("%s", braid_session_error(s)); rc = cli_status_exit(st); goto done; }
+    if (o->output_dir) mkdir(o->output_dir, 0755);
+    for (int i = 0; i < n_out; i++) {
+        braid_value_info vi;
+        braid_model_output_info(m, i, &vi);
+        cli_print_summary(stdout, vi.name, &outs[i]);
+        if (o->output_dir) {
+            char path[4096], safe[256];
+            snprintf(safe, sizeof safe, "%s", vi.name);
+            for (char *c = safe; *c; c++) if (*c == '/' || *c == ':') *c = '_';
+            snprintf(path, sizeof path, "%s/%s.npy", o->output_dir, safe);
+            bd_tensor t = {.dtype = outs[i].dtype, .rank = outs[i].rank, .data = outs[i].data};
+            memcpy(t.dims, outs[i].dims, sizeof t.dims);
+            bd_err e = {0};
+            if (bd_npy_write(path, &t, &e)) { rc = cli_fail("%s", e.msg); goto done; }
+        }
+    }
+    rc = CLI_OK;
+done:
+    cli_free_tensors(ins, n_in);
+    braid_session_destroy(s);
+    braid_model_destroy(m);
+    return rc;
+}
+
+/* info reads the protobuf directly so that it can list unsupported ops that
+ * would stop a load. */
+int cli_info(const cli_opts *o)
+{
+    void *bytes = NULL;
+    size_t size = 0;
+    bd_err e = {0};
+    if (bd_read_file(o->model, &bytes, &size, &e)) return cli_fail("%s", e.msg);
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(&bd_pb_allocator, size, bytes);
+    bd_free(bytes);
+    if (!mp || !mp->graph) {
+        if (mp) onnx__model_proto__free_unpacked(mp, &bd_pb_allocator);
+        return cli_fail("%s: the model is not a valid ONNX protobuf (truncated or not an ONNX file, %zu bytes)", o->model, size);
+    }
+    const Onnx__GraphProto *g = mp->graph;
+    printf("model: %s (ir_version %lld, producer %s)\n", o->model, (long long)mp->ir_version,
+           mp->producer_name && mp->producer_name[0] ? mp->producer_name : "unknown");
+    printf("opsets:");
+    for (size_t i = 0; i < mp->n_opset_import; i++)
+        printf(" %s=%lld", mp->opset_import[i]->domain && mp->opset_import[i]->domain[0] ? mp->opset_import[i]->domain : "ai.onnx",
+               (long long)mp->opset_import[i]->version);
+    printf("\n");
+    for (int pass = 0; pass < 2; pass++) {
+        size_t n = pass ? g->n_output : g->n_input;
+        Onnx__ValueInfoProto **vis = pass ? g->output : g->input;
+        printf("%s:\n", pass ? "outputs" : "inputs");
+        for (size_t i = 0; i < n; i++) {
+            const Onnx__ValueInfoProto *vi = vis[i];
+            int is_init = 0;
+            for (size_t k = 0; !pass && k < g->n_initializer; k++) is_init |= !strcmp(g->initializer[k]->name, vi->name);
+            if (is_init) continue;
+            printf("  %s", vi->name);
+            if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
+                const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+                printf(" %s [", bd_dtype_name(tt->elem_type));
+                for (size_t d = 0; tt->shape && d < tt->shape->n_dim; d++) {
+                    const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+                    if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) printf("%s%lld", d ? ", " : "", (long long)dim->dim_value);
+                    else if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) printf("%s%s", d ? ", " : "", dim->dim_param);
+                    else printf("%s?", d ? ", " : "");
+                }
+                printf("]");
+            }
+            printf("\n");
+        }
+    }
+    printf("initializers: %zu\n", g->n_initializer);
+    printf("nodes: %zu\n", g->n_node);
+    /* op counts, in first-seen order */
+    const char *names[512];
+    int counts[512], n_ops = 0, unsupported = 0;
+    for (size_t i = 0; i < g->n_node; i++) {
+        int k = 0;
+        while (k < n_ops && strcmp(names[k], g->node[i]->op_type)) k++;
+        if (k == n_ops && n_ops < 512) { names[n_ops] = g->node[i]->op_type; counts[n_ops++] = 0; }
+        if (k < 512) counts[k]++;
+    }
+    printf("ops:\n");
+    for (int k = 0; k < n_ops; k++) {
+        int ok = bd_op_lookup("", names[k]) >= 0;
+        unsupported += !ok;
+        printf("  %-24s %5d%s\n", names[k], counts[k], ok ? "" : "  (unsupported)");
+    }
+    printf("unsupported ops: %d", unsupported);
+    for (int k = 0; k < n_ops; k++)
+        if (bd_op_lookup("", names[k]) < 0) printf(" %s", names[k]);
+    printf("\n");
+    onnx__model_proto__free_unpacked(mp, &bd_pb_allocator);
+    return CLI_OK;
+}

@@ -1,0 +1,28 @@
+/* shape.h: a graph specialized to the input shapes of one run (an
+ * "instance"): every value's dtype and shape inferred with symbolic dims
+ * resolved, and every node whose inputs are known at plan time folded into a
+ * constant by running its CPU kernel once. Plans are built on instances. */
+#ifndef BD_SHAPE_H
+#define BD_SHAPE_H
+
+#include "graph/ir.h"
+
+typedef struct bd_inst {
+    const bd_graph *g;
+    bd_tensor *vals;          /* n_values: dtype and shape; data for plan-time constants */
+    unsigned char *owned;     /* n_values: 1 where vals[v].data was made here (folded) */
+    unsigned char *live;      /* n_nodes: 0 where the node was folded away */
+    double *cost;             /* n_nodes: estimated seconds of each live node */
+} bd_inst;
+
+/* inputs: one per graph input (g->inputs order); only dtype and shape are
+ * read. Fails with SHAPE or DTYPE when an input disagrees with the model's
+ * declaration, and with the op's error (prefixed by the node) when inference
+ * fails. */
+braid_status bd_inst_build(const bd_graph *g, const bd_tensor *inputs, bd_inst *x, bd_err *e);
+void bd_inst_free(bd_inst *x);
+
+/* Checks one run input against the declaration of graph input i. */
+braid_status bd_check_input(const bd_graph *g, int i, const bd_tensor *t, bd_err *e);
+
+#endif

@@ -1,0 +1,18 @@
+/* onnx.h: the ONNX front end: a ModelProto (bytes) to braid's IR, and
+ * TensorProto decoding shared by initializers, Constant nodes and the .pb
+ * tensor files that test cases and `braid run --input` use. */
+#ifndef BD_ONNX_H
+#define BD_ONNX_H
+
+#include "graph/ir.h"
+
+/* Parses and validates a model. base_dir resolves external data (NULL
+ * refuses it). On failure g is left empty and e names what and where. */
+braid_status bd_onnx_load(const void *bytes, size_t size, const char *base_dir, bd_graph *g,
+                          bd_err *e);
+
+/* Reads a serialized TensorProto file into t (data bd_malloc'ed); *name (may
+ * be NULL) receives its name, bd_malloc'ed. */
+braid_status bd_onnx_read_tensor_file(const char *path, bd_tensor *t, char **name, bd_err *e);
+
+#endif
