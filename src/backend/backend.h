@@ -16,6 +16,7 @@ typedef struct bd_exec_opts {
     int device;
     int cuda_graph;
     int profile;     /* collect per-node timings into the trace */
+    int allow_tf32;  /* CUDA: let cuDNN and cuBLAS use TF32 tensor cores (default off) */
 } bd_exec_opts;
 
 /* One slice of the profile: a node run on a stream. */
@@ -65,6 +66,9 @@ extern const bd_backend bd_backend_cuda;
 /* 1 when a CUDA device answers; *why gets the reason when not. */
 int bd_cuda_probe(char *why, size_t n);
 #endif
+
+/* The most streams an automatic plan uses. */
+#define BD_AUTO_MAX_STREAMS 8
 
 /* Builds the plan of one input signature (backend-independent part). */
 braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_streams, bd_prepared *p, bd_err *e);

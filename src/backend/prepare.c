@@ -160,7 +160,9 @@ braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_stre
     }
     BD_TRY(bd_inst_build(g, inputs, &p->inst, e));
     BD_TRY(build_sched_input(p, e));
-    BD_TRY(bd_plan_build(&p->sin, max_streams, &p->plan, e));
+    /* Automatic: the width the DAG needs after merging cheap chains, capped so
+     * that a very wide graph does not ask for hundreds of streams. */
+    BD_TRY(bd_plan_build(&p->sin, max_streams ? max_streams : BD_AUTO_MAX_STREAMS, &p->plan, e));
     st = bd_plan_verify(&p->sin, &p->plan, e);
     if (st) { bd_err_prefix(e, "plan verification failed: "); goto fail; }
     p->vals = bd_malloc(((size_t)g->n_values + 1) * sizeof(bd_tensor));

@@ -3,6 +3,7 @@
  * .npy files; and the `run` and `info` commands. */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 

@@ -5,6 +5,8 @@
 #ifndef BD_PLAN_H
 #define BD_PLAN_H
 
+#include <stdio.h>
+
 #include "../util/common.h"
 
 /* What the planner sees of a graph. Nodes are numbered in a topological
@@ -21,6 +23,7 @@ typedef struct bd_sched_input {
     const int *use_start;         /* CSR: the nodes that read buffer b are */
     const int *use;               /*   use[use_start[b] .. use_start[b+1]) */
     const char *const *node_name; /* optional: names for printing and messages */
+    const char *const *buf_name;  /* optional: n_bufs names for messages (else the producer's name) */
 } bd_sched_input;
 
 typedef enum bd_cmd_kind { BD_CMD_LAUNCH = 0, BD_CMD_RECORD = 1, BD_CMD_WAIT = 2 } bd_cmd_kind;
@@ -57,5 +60,14 @@ braid_status bd_plan_build(const bd_sched_input *in, int max_streams, bd_plan *o
 braid_status bd_plan_verify(const bd_sched_input *in, const bd_plan *p, bd_err *e);
 
 void bd_plan_free(bd_plan *p);
+
+/* Prints the plan as text: per stream its commands in order, one a line
+ * ("stream 0: launch conv_1", "stream 1: wait e3", "stream 0: record e3"),
+ * then "streams N, events M, arena X bytes (intermediates Y bytes)". */
+void bd_plan_print(FILE *f, const bd_sched_input *in, const bd_plan *p);
+
+/* Writes the plan as Graphviz: nodes coloured by stream, data edges solid,
+ * event edges (producer to the consumer that waits) dashed and labelled. */
+braid_status bd_plan_write_dot(const char *path, const bd_sched_input *in, const bd_plan *p, bd_err *e);
 
 #endif /* BD_PLAN_H */

@@ -1,0 +1,36 @@
+# cases.cmake: ctest registrations beyond the unit tests: generated data
+# (fixtures), the ONNX node tests, the models/ tests at several stream
+# counts, plan-shape tests, and command-line error tests.
+set(PY ${BRAID_PYTHON})
+set(BRAID_BIN $<TARGET_FILE:braid_cli>)
+set(NODE_DATA ${CMAKE_BINARY_DIR}/onnx_node)
+set(MODELS ${CMAKE_SOURCE_DIR}/models/gen)
+
+add_test(NAME gen/node_tests COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/onnx_node/gen.py ${NODE_DATA})
+set_tests_properties(gen/node_tests PROPERTIES FIXTURES_SETUP node_data TIMEOUT 600)
+add_test(NAME gen/models COMMAND ${PY} ${CMAKE_SOURCE_DIR}/scripts/make-models ${MODELS})
+set_tests_properties(gen/models PROPERTIES FIXTURES_SETUP models TIMEOUT 600)
+
+# Every node test whose ops braid supports must pass; at least 350 must.
+add_test(NAME onnx_node/cpu COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/onnx_node/run.py ${BRAID_BIN} ${NODE_DATA} --min-pass 350)
+set_tests_properties(onnx_node/cpu PROPERTIES FIXTURES_REQUIRED node_data LABELS node TIMEOUT 1500)
+
+foreach(model two_conv_add inception fpn wide race)
+  foreach(streams 1 2 4 0)
+    add_test(NAME models/${model}/streams${streams} COMMAND ${BRAID_BIN} check ${MODELS}/${model} --backend cpu --streams ${streams})
+    set_tests_properties(models/${model}/streams${streams} PROPERTIES FIXTURES_REQUIRED models LABELS models TIMEOUT 300)
+  endforeach()
+endforeach()
+
+add_test(NAME models/plans COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/models/test_plans.py ${BRAID_BIN} ${MODELS})
+set_tests_properties(models/plans PROPERTIES FIXTURES_REQUIRED models LABELS models TIMEOUT 600)
+
+add_test(NAME cli/errors COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/cli/test_errors.py ${BRAID_BIN} ${CMAKE_BINARY_DIR}/tmp/cli)
+set_tests_properties(cli/errors PROPERTIES FIXTURES_REQUIRED models LABELS cli TIMEOUT 300)
+
+if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/real.cmake)
+  include(${CMAKE_CURRENT_SOURCE_DIR}/real.cmake)
+endif()
+if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/gpu.cmake)
+  include(${CMAKE_CURRENT_SOURCE_DIR}/gpu.cmake)
+endif()

@@ -1,0 +1,112 @@
+"""test_plans.py: the plans braid makes for the models in models/gen have the
+shape the design promises, read from `braid plan` and `braid run --profile`.
+
+- two_conv_add: the two convolutions run on different streams and the Add
+  waits on an event (2 streams, 1 event).
+- inception: four towers on four streams; the Concat's stream waits on the
+  other three (no single-dependency limit).
+- wide: eight branches on eight streams when automatic, at most N with --streams N.
+- any model with --streams 1: one stream, no events.
+- --profile writes Chrome trace JSON with one track per stream and one slice
+  per node, naming its op and shapes.
+Usage: test_plans.py BRAID MODELS_DIR
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAILED: {what}")
+
+
+def plan(braid, model, *args):
+    p = subprocess.run([braid, "plan", model, *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"braid plan {model} failed: {p.stderr}")
+    streams = {}
+    for line in p.stdout.splitlines():
+        m = re.match(r"stream (\d+): (launch|wait|record) (\S+)", line)
+        if m:
+            streams.setdefault(int(m.group(1)), []).append((m.group(2), m.group(3)))
+    summary = re.search(r"streams (\d+), events (\d+), arena (\d+) bytes \(intermediates (\d+) bytes\)", p.stdout)
+    return streams, [int(x) for x in summary.groups()]
+
+
+def stream_of(streams, prefix):
+    for s, cmds in streams.items():
+        for kind, arg in cmds:
+            if kind == "launch" and arg.startswith(prefix):
+                return s
+    return None
+
+
+def waits_before(streams, node_prefix):
+    s = stream_of(streams, node_prefix)
+    waits = []
+    for kind, arg in streams[s]:
+        if kind == "launch" and arg.startswith(node_prefix):
+            return waits
+        waits = waits + [arg] if kind == "wait" else ([] if kind == "launch" else waits)
+    return waits
+
+
+def main():
+    braid, models = sys.argv[1], sys.argv[2]
+    m = lambda name: os.path.join(models, name, "model.onnx")
+
+    s, (ns, ne, arena, total) = plan(braid, m("two_conv_add"), "--shape", "x=8x16x32x32")
+    check(ns == 2 and ne == 1, f"two_conv_add: 2 streams and 1 event, got {ns} and {ne}")
+    check(stream_of(s, "conv_a") != stream_of(s, "conv_b"), "two_conv_add: the convs are on different streams")
+    check(len(waits_before(s, "add")) == 1, "two_conv_add: the Add waits on one event right before it")
+    check(arena <= total, f"two_conv_add: arena {arena} <= intermediates {total}")
+
+    s, (ns, ne, arena, total) = plan(braid, m("inception"))
+    check(ns == 4, f"inception: 4 streams, got {ns}")
+    towers = {stream_of(s, t) for t in ("t1_", "t2_", "t3_", "t4_")}
+    check(len(towers) == 4, f"inception: each tower on its own stream, got {towers}")
+    check(len(waits_before(s, "concat")) == 3, f"inception: the Concat waits on 3 events, got {waits_before(s, 'concat')}")
+
+    s, (ns, ne, arena, total) = plan(braid, m("wide"))
+    check(ns == 8, f"wide: 8 streams when automatic, got {ns}")
+    for cap in (2, 3):
+        s, (ns, ne, arena, total) = plan(braid, m("wide"), "--streams", str(cap))
+        check(ns <= cap, f"wide: at most {cap} streams with --streams {cap}, got {ns}")
+
+    for name in ("two_conv_add", "inception", "fpn", "wide", "race"):
+        args = ["--shape", "x=8x16x32x32"] if name == "two_conv_add" else []
+        s, (ns, ne, arena, total) = plan(braid, m(name), "--streams", "1", *args)
+        check(ns == 1 and ne == 0, f"{name}: --streams 1 gives 1 stream and no events, got {ns}, {ne}")
+        check(arena <= total, f"{name}: arena {arena} <= intermediates {total}")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        prof = os.path.join(tmp, "trace.json")
+        p = subprocess.run([braid, "run", m("inception"), "--backend", "cpu", "--profile", prof], capture_output=True, text=True)
+        check(p.returncode == 0, f"run --profile exits 0: {p.stderr}")
+        trace = json.load(open(prof))["traceEvents"]
+        slices = [e for e in trace if e["ph"] == "X"]
+        tracks = {e["tid"] for e in slices}
+        names = [e for e in trace if e["ph"] == "M" and e["name"] == "thread_name"]
+        check(len(tracks) == 4, f"profile: 4 stream tracks, got {sorted(tracks)}")
+        check(len(names) == 4, f"profile: 4 named tracks, got {len(names)}")
+        check(len(slices) == 14, f"profile: one slice per node (14), got {len(slices)}")
+        check(all(e["args"]["op"] and e["args"]["outputs"] for e in slices), "profile: slices name their op and shapes")
+        check(any(e["args"]["op"] == "Concat" and e["args"]["outputs"] == "1x160x28x28" for e in slices),
+              "profile: the Concat slice shows its output shape 1x160x28x28")
+
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
