@@ -141,10 +141,29 @@ void braid_session_destroy(braid_session *s);
 braid_backend braid_session_backend(const braid_session *s);
 /* Runs the model. inputs[i] is graph input i (braid_model_input_info order);
  * outputs[i] receives graph output i. n_inputs must equal the input count;
- * n_outputs may be smaller than the output count. */
+ * n_outputs may be smaller than the output count.
+ * Outputs, two ways: with outputs[i].data NULL, braid fills outputs[i] and
+ * points data at the session's host-shared output buffer (no copy; valid
+ * until the next run). With outputs[i].data set, the caller owns the buffer
+ * and states the shape it expects in dtype/rank/dims: braid copies the output
+ * there, or fails with BRAID_ERR_SHAPE / BRAID_ERR_DTYPE when it differs.
+ * Concurrent callers of one session should use their own output buffers. */
 braid_status braid_session_run(braid_session *s, int n_inputs, const braid_tensor *inputs,
                                int n_outputs, braid_tensor *outputs);
 const char *braid_session_error(const braid_session *s);
+
+/* Host-shared input buffers. Returns in *data a buffer owned by the session,
+ * large enough for input i at the given shape (shape->dtype and dims are
+ * read), that both the host and the device can use: plain memory on the CPU
+ * backend, CUDA managed memory (prefetched to the device on use) on the CUDA
+ * backend. Write the input there and pass the same pointer in
+ * braid_session_run's inputs[i].data: braid then copies nothing. The buffer
+ * lives until the next call for the same input or the session's end. Output
+ * buffers are always the session's own (braid_tensor.data after a run). */
+braid_status braid_session_input_buffer(braid_session *s, int i, const braid_tensor *shape, void **data);
+/* How many CUDA streams and events the session holds now (0 on the CPU).
+ * For tests and monitoring: they all go when the session is destroyed. */
+braid_status braid_session_device_counts(const braid_session *s, long *streams, long *events);
 
 #ifdef __cplusplus
 }

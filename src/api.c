@@ -33,6 +33,7 @@ struct braid_session {
     char *profile_path;
     pthread_mutex_t mu;
     bd_prepared *cache[PLAN_CACHE]; /* most recently used first */
+    void **in_buf;                  /* per graph input: host-shared buffer, or NULL */
     char err[1100];
 };
 
@@ -322,6 +323,59 @@ static void write_profile(braid_session *s)
     fclose(f);
 }
 
+static void free_shared(braid_session *s, void *p)
+{
+    if (!p) return;
+    if (s->be->free_shared) s->be->free_shared(s->bstate, p);
+    else bd_free(p);
+}
+
+braid_status braid_session_input_buffer(braid_session *s, int i, const braid_tensor *shape, void **data)
+{
+    if (!s) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_session_input_buffer: session is NULL");
+    if (!shape || !data || i < 0 || i >= s->m->g.n_inputs) {
+        snprintf(s->err, sizeof s->err, "braid_session_input_buffer: no input %d, or shape/data is NULL", i);
+        return BRAID_ERR_INVALID_ARGUMENT;
+    }
+    bd_err e = {0};
+    bd_tensor t = {.dtype = shape->dtype, .rank = shape->rank};
+    braid_status st = BRAID_OK;
+    size_t nb = 0;
+    pthread_mutex_lock(&s->mu);
+    if (shape->rank < 0 || shape->rank > BD_MAX_RANK) {
+        st = BD_FAIL(&e, BRAID_ERR_SHAPE, "rank %d is out of range", shape->rank);
+        goto fail;
+    }
+    memcpy(t.dims, shape->dims, sizeof t.dims);
+    BD_TRY(bd_check_input(&s->m->g, i, &t, &e));
+    BD_TRY(bd_tensor_nbytes(&t, &nb, &e));
+    if (!s->in_buf) {
+        s->in_buf = bd_calloc((size_t)s->m->g.n_inputs + 1, sizeof(void *));
+        BD_CHECK_ALLOC(&e, s->in_buf);
+    }
+    free_shared(s, s->in_buf[i]);
+    s->in_buf[i] = NULL;
+    if (s->be->alloc_shared) BD_TRY(s->be->alloc_shared(s->bstate, nb, &s->in_buf[i], &e));
+    else {
+        s->in_buf[i] = bd_malloc(nb);
+        BD_CHECK_ALLOC(&e, s->in_buf[i]);
+    }
+    *data = s->in_buf[i];
+fail:
+    if (st) set_error(s->err, &e);
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}
+
+braid_status braid_session_device_counts(const braid_session *s, long *streams, long *events)
+{
+    if (!s || !streams || !events)
+        return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_session_device_counts: NULL argument");
+    *streams = *events = 0;
+    if (s->be->counts) s->be->counts(s->bstate, streams, events);
+    return BRAID_OK;
+}
+
 void braid_session_destroy(braid_session *s)
 {
     if (!s) return;
@@ -332,6 +386,8 @@ void braid_session_destroy(braid_session *s)
         bd_prepared_free(s->cache[c]);
         bd_free(s->cache[c]);
     }
+    for (int i = 0; s->in_buf && i < s->m->g.n_inputs; i++) free_shared(s, s->in_buf[i]);
+    bd_free(s->in_buf);
     s->be->close(s->bstate);
     pthread_mutex_destroy(&s->mu);
     bd_free(s->profile_path);
@@ -422,6 +478,19 @@ static braid_status run_locked(braid_session *s, int n_inputs, const braid_tenso
     }
     for (int o = 0; o < n_outputs; o++) {
         const bd_tensor *t = &p->inst.vals[g->outputs[o]];
+        if (outputs[o].data) { /* the caller's buffer, at the shape the caller states */
+            bd_tensor want = {.dtype = outputs[o].dtype, .rank = outputs[o].rank};
+            memcpy(want.dims, outputs[o].dims, sizeof want.dims);
+            char a[160], b[160];
+            if (want.dtype != t->dtype)
+                return BD_FAIL(e, BRAID_ERR_DTYPE, "output '%s' is %s but the caller's buffer is %s",
+                               g->values[g->outputs[o]].name, bd_dtype_name(t->dtype), bd_dtype_name(want.dtype));
+            if (!bd_shape_equal(&want, t))
+                return BD_FAIL(e, BRAID_ERR_SHAPE, "output '%s' has shape %s but the caller's buffer is %s",
+                               g->values[g->outputs[o]].name, bd_shape_str(t, a, sizeof a), bd_shape_str(&want, b, sizeof b));
+            memcpy(outputs[o].data, p->out_data[o], p->out_bytes[o]);
+            continue;
+        }
         outputs[o].dtype = (braid_dtype)t->dtype;
         outputs[o].rank = t->rank;
         memcpy(outputs[o].dims, t->dims, sizeof outputs[o].dims);

@@ -34,3 +34,10 @@ endif()
 if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/gpu.cmake)
   include(${CMAKE_CURRENT_SOURCE_DIR}/gpu.cmake)
 endif()
+
+# The embedding example, from the build tree and against an installed copy.
+add_test(NAME examples/embed COMMAND $<TARGET_FILE:embed> ${MODELS}/two_conv_add/model.onnx 2)
+set_tests_properties(examples/embed PROPERTIES FIXTURES_REQUIRED models LABELS api
+  PASS_REGULAR_EXPRESSION "output y: float32 \\[2, 32, 32, 32\\]")
+add_test(NAME install/embed COMMAND ${CMAKE_SOURCE_DIR}/tests/install/test_install.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/tmp/install)
+set_tests_properties(install/embed PROPERTIES FIXTURES_REQUIRED models LABELS api TIMEOUT 600)

@@ -58,6 +58,12 @@ typedef struct bd_backend {
     /* inputs: one per graph input, data on the host. On return the outputs
      * are in p->out_data, readable by the host. */
     braid_status (*run)(void *state, bd_prepared *p, const bd_tensor *inputs, bd_err *e);
+    /* Host-shared memory for the caller's inputs (optional: NULL means plain
+     * host memory through bd_malloc). */
+    braid_status (*alloc_shared)(void *state, size_t bytes, void **out, bd_err *e);
+    void (*free_shared)(void *state, void *p);
+    /* Live device streams and events (optional). */
+    void (*counts)(void *state, long *streams, long *events);
 } bd_backend;
 
 extern const bd_backend bd_backend_cpu;

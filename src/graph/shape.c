@@ -61,7 +61,7 @@ static braid_status check_symbols(const bd_graph *g, const bd_tensor *inputs, bd
 void bd_inst_free(bd_inst *x)
 {
     if (!x) return;
-    for (int v = 0; x->vals && v < x->g->n_values; v++)
+    for (int v = 0; x->vals && x->owned && v < x->g->n_values; v++)
         if (x->owned[v]) bd_free(x->vals[v].data);
     bd_free(x->vals);
     bd_free(x->owned);

@@ -40,6 +40,13 @@ void bd_err_prefix(bd_err *e, const char *fmt, ...)
 #include <stdatomic.h>
 static _Atomic long fault_target; /* fail when counter reaches this; 0 = off */
 static _Atomic long fault_counter;
+static _Atomic long live_count; /* successful allocations not yet freed */
+static void *counted(void *p)
+{
+    if (p) atomic_fetch_add(&live_count, 1);
+    return p;
+}
+long bd_alloc_live(void) { return atomic_load(&live_count); }
 static int fault_hit(void)
 {
     long n = atomic_fetch_add(&fault_counter, 1) + 1;
@@ -52,16 +59,32 @@ void bd_fault_arm(long n)
     atomic_store(&fault_target, n);
 }
 long bd_fault_count(void) { return atomic_load(&fault_counter); }
+static void uncounted(void *p)
+{
+    if (p) atomic_fetch_sub(&live_count, 1);
+}
 #else
 static int fault_hit(void) { return 0; }
+static void *counted(void *p) { return p; }
+static void uncounted(void *p) { (void)p; }
 void bd_fault_arm(long n) { (void)n; }
 long bd_fault_count(void) { return 0; }
+long bd_alloc_live(void) { return 0; }
 #endif
 
-void *bd_malloc(size_t n) { return fault_hit() ? NULL : malloc(n ? n : 1); }
-void *bd_calloc(size_t c, size_t s) { return fault_hit() ? NULL : calloc(c ? c : 1, s ? s : 1); }
-void *bd_realloc(void *p, size_t n) { return fault_hit() ? NULL : realloc(p, n ? n : 1); }
-void bd_free(void *p) { free(p); }
+void *bd_malloc(size_t n) { return fault_hit() ? NULL : counted(malloc(n ? n : 1)); }
+void *bd_calloc(size_t c, size_t s) { return fault_hit() ? NULL : counted(calloc(c ? c : 1, s ? s : 1)); }
+void *bd_realloc(void *p, size_t n)
+{
+    if (fault_hit()) return NULL;
+    void *q = realloc(p, n ? n : 1);
+    return p ? q : counted(q);
+}
+void bd_free(void *p)
+{
+    uncounted(p);
+    free(p);
+}
 char *bd_strndup(const char *s, size_t n)
 {
     if (!s) return NULL;

@@ -52,6 +52,14 @@ char *bd_strndup(const char *s, size_t n);
  * off. Returns how many allocations were counted since the last arm. */
 void bd_fault_arm(long n);
 long bd_fault_count(void);
+/* Fault-injection builds: allocations made through these wrappers and not
+ * yet freed (0 in other builds). */
+long bd_alloc_live(void);
+#ifdef BRAID_FAULT_INJECTION
+#define BD_FAULT_INJECTION_BUILD 1
+#else
+#define BD_FAULT_INJECTION_BUILD 0
+#endif
 
 /* The internal tensor: shape, dtype, and data (NULL when not known). A value
  * that an optional input leaves out has dtype UNDEFINED and rank -1. */
