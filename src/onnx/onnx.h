@@ -13,6 +13,7 @@ braid_status bd_onnx_load(const void *bytes, size_t size, const char *base_dir, 
 
 /* Reads a serialized TensorProto file into t (data bd_malloc'ed); *name (may
  * be NULL) receives its name, bd_malloc'ed. */
+braid_status bd_onnx_parse_tensor(const void *bytes, size_t size, bd_tensor *t, char **name, bd_err *e);
 braid_status bd_onnx_read_tensor_file(const char *path, bd_tensor *t, char **name, bd_err *e);
 
 #endif

@@ -17,6 +17,7 @@ static int dtype_supported(int dt)
 static void copy_typed(const Onnx__TensorProto *tp, int dt, void *dst, size_t n)
 {
     size_t i;
+    if (n == 0) return; /* the typed field may be NULL */
     switch (dt) {
     case BRAID_DTYPE_FLOAT: memcpy(dst, tp->float_data, n * 4); break;
     case BRAID_DTYPE_DOUBLE: memcpy(dst, tp->double_data, n * 8); break;
@@ -76,8 +77,10 @@ static braid_status open_external(const char *base_dir, const char *loc, const c
     return BRAID_OK;
 }
 
-static braid_status read_external(const Onnx__TensorProto *tp, const char *base_dir, void *dst,
-                                  size_t nbytes, bd_err *e)
+/* Opens tp's external data and checks that offset + nbytes lie inside the
+ * file, before anything is allocated. On success *f is positioned there. */
+static braid_status open_external_checked(const Onnx__TensorProto *tp, const char *base_dir, size_t nbytes,
+                                          FILE **out, bd_err *e)
 {
     const char *loc = NULL, *tname = tp->name ? tp->name : "";
     long long offset = 0, length = -1;
@@ -96,17 +99,18 @@ static braid_status read_external(const Onnx__TensorProto *tp, const char *base_
     FILE *f = NULL;
     braid_status st = open_external(base_dir, loc, tname, &f, e);
     if (st) return st;
-    if (fseek(f, 0, SEEK_END) != 0 || ftell(f) < offset + (long long)nbytes) {
+    long long end = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (end < 0 || (unsigned long long)end < (unsigned long long)offset + nbytes) {
         fclose(f);
         return BD_FAIL(e, BRAID_ERR_INVALID_MODEL,
                        "tensor '%s': external data file '%s' is shorter than offset %lld + %zu bytes",
                        tname, loc, offset, nbytes);
     }
-    if (fseek(f, (long)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes) {
+    if (fseek(f, (long)offset, SEEK_SET) != 0) {
         fclose(f);
         return BD_FAIL(e, BRAID_ERR_IO, "tensor '%s': cannot read external data '%s'", tname, loc);
     }
-    fclose(f);
+    *out = f;
     return BRAID_OK;
 }
 
@@ -143,12 +147,44 @@ braid_status bd_onnx_tensor(const Onnx__TensorProto *tp, const char *base_dir, b
                            "tensor '%s' declares %zu elements (%zu bytes) but holds %zu bytes", tname,
                            n, nbytes, have);
     }
+    FILE *f = NULL;
+    if (external && (st = open_external_checked(tp, base_dir, nbytes, &f, e))) return st;
     t->data = bd_malloc(nbytes);
-    if (!t->data) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory for tensor '%s'", tname);
-    if (external) st = read_external(tp, base_dir, t->data, nbytes, e);
-    else if (tp->has_raw_data) memcpy(t->data, tp->raw_data.data, nbytes);
-    else copy_typed(tp, dt, t->data, n);
+    if (!t->data) {
+        if (f) fclose(f);
+        return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory for tensor '%s'", tname);
+    }
+    if (external) {
+        if (nbytes && fread(t->data, 1, nbytes, f) != nbytes)
+            st = BD_FAIL(e, BRAID_ERR_IO, "tensor '%s': cannot read its external data", tname);
+        fclose(f);
+    } else if (tp->has_raw_data && nbytes) {
+        memcpy(t->data, tp->raw_data.data, nbytes);
+    } else {
+        copy_typed(tp, dt, t->data, n);
+    }
     if (st) { bd_free(t->data); t->data = NULL; }
+    return st;
+}
+
+braid_status bd_onnx_parse_tensor(const void *bytes, size_t size, bd_tensor *t, char **name, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    memset(t, 0, sizeof *t);
+    if (name) *name = NULL;
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&bd_pb_allocator, size, bytes);
+    if (!tp) return BD_FAIL(e, BRAID_ERR_PARSE, "not a valid ONNX TensorProto (%zu bytes)", size);
+    BD_TRY(bd_onnx_tensor(tp, NULL, t, e));
+    if (name) {
+        *name = bd_strdup(tp->name ? tp->name : "");
+        if (!*name) {
+            bd_free(t->data);
+            t->data = NULL;
+            st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+    }
+fail:
+    onnx__tensor_proto__free_unpacked(tp, &bd_pb_allocator);
     return st;
 }
 
@@ -158,19 +194,8 @@ braid_status bd_onnx_read_tensor_file(const char *path, bd_tensor *t, char **nam
     size_t size = 0;
     braid_status st = bd_read_file(path, &bytes, &size, e);
     if (st) return st;
-    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&bd_pb_allocator, size, bytes);
-    if (!tp) {
-        st = BD_FAIL(e, BRAID_ERR_PARSE, "'%s' is not a valid ONNX TensorProto file", path);
-        goto fail;
-    }
-    st = bd_onnx_tensor(tp, NULL, t, e);
-    if (st) { bd_err_prefix(e, "%s: ", path); goto fail; }
-    if (name) {
-        *name = bd_strdup(tp->name ? tp->name : "");
-        if (!*name) { bd_free(t->data); t->data = NULL; st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory"); }
-    }
-fail:
-    if (tp) onnx__tensor_proto__free_unpacked(tp, &bd_pb_allocator);
+    st = bd_onnx_parse_tensor(bytes, size, t, name, e);
+    if (st) bd_err_prefix(e, "%s: ", path);
     bd_free(bytes);
     return st;
 }

@@ -1,7 +1,254 @@
-/* conv.c: CPU kernels of the conv op family. */
+/* conv.c: CPU kernels of the conv op family. Conv runs as im2col + SGEMM
+ * (1x1 stride-1 unpadded: SGEMM straight on the input), with a direct loop
+ * when each group has one input channel (depthwise); ConvTranspose runs as
+ * SGEMM + col2im. 1-D and 2-D are handled as 3-D with leading unit dims. */
 #include "backend/cpu/cpu_ops.h"
+#include "ops/conv.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <pthread.h>
+#include <string.h>
+
+/* A window: an image (channels x img[0] x img[1] x img[2]) seen from a grid
+ * of kernel positions; image index = grid index * s - pb + tap * d. */
+typedef struct win3 {
+    int64_t img[3], grid[3], k[3], s[3], d[3], pb[3];
+    int64_t img_size, grid_size, taps;
+} win3;
+
+static void win_make(const bd_conv_geom *g, int transpose, win3 *w)
+{
+    int off = 3 - g->nsp;
+    for (int i = 0; i < 3; i++) {
+        int j = i - off;
+        int unit = j < 0;
+        w->img[i] = unit ? 1 : transpose ? g->y[j] : g->x[j];
+        w->grid[i] = unit ? 1 : transpose ? g->x[j] : g->y[j];
+        w->k[i] = unit ? 1 : g->k[j];
+        w->s[i] = unit ? 1 : g->s[j];
+        w->d[i] = unit ? 1 : g->d[j];
+        w->pb[i] = unit ? 0 : g->pb[j];
+    }
+    w->img_size = w->img[0] * w->img[1] * w->img[2];
+    w->grid_size = w->grid[0] * w->grid[1] * w->grid[2];
+    w->taps = w->k[0] * w->k[1] * w->k[2];
+}
+
+/* [lo, hi): the grid positions j in [0, n) whose image index j*s + off is in [0, len). */
+static void valid_range(int64_t n, int64_t s, int64_t off, int64_t len, int64_t *lo, int64_t *hi)
+{
+    int64_t a = off < 0 ? (-off + s - 1) / s : 0;
+    int64_t b = len - off > 0 ? (len - off + s - 1) / s : 0;
+    a = BD_MIN(a, n);
+    b = BD_MIN(b, n);
+    *lo = a;
+    *hi = BD_MAX(a, b);
+}
+
+/* Calls body once per (channel c, tap t = (kd, kh, kw), grid row (gd, gh)) whose
+ * image row (id, ih) exists; off_w, wlo, whi give the valid part of the row. */
+#define WIN_FOREACH(w, channels, ...)                                                             \
+    for (int64_t c = 0; c < (channels); c++)                                                       \
+        for (int64_t kd = 0, t = 0; kd < (w)->k[0]; kd++)                                          \
+            for (int64_t kh = 0; kh < (w)->k[1]; kh++)                                             \
+                for (int64_t kw = 0; kw < (w)->k[2]; kw++, t++) {                                  \
+                    int64_t off_w = kw * (w)->d[2] - (w)->pb[2], wlo, whi;                         \
+                    valid_range((w)->grid[2], (w)->s[2], off_w, (w)->img[2], &wlo, &whi);          \
+                    for (int64_t gd = 0; gd < (w)->grid[0]; gd++) {                                \
+                        int64_t id = gd * (w)->s[0] - (w)->pb[0] + kd * (w)->d[0];                 \
+                        int row_d = id >= 0 && id < (w)->img[0];                                   \
+                        for (int64_t gh = 0; gh < (w)->grid[1]; gh++) {                            \
+                            int64_t ih = gh * (w)->s[1] - (w)->pb[1] + kh * (w)->d[1];             \
+                            int64_t grow = (gd * (w)->grid[1] + gh) * (w)->grid[2];                \
+                            int ok = row_d && ih >= 0 && ih < (w)->img[1];                         \
+                            int64_t irow = ((c * (w)->img[0] + id) * (w)->img[1] + ih) * (w)->img[2]; \
+                            __VA_ARGS__                                                            \
+                        }                                                                          \
+                    }                                                                              \
+                }
+
+/* col (channels*taps x grid_size) = the image patches under each kernel position. */
+static void im2col(const float *img, int64_t channels, const win3 *w, float *col)
+{
+    int64_t s = w->s[2];
+    WIN_FOREACH(w, channels, {
+        float *dst = col + (c * w->taps + t) * w->grid_size + grow;
+        if (!ok) { memset(dst, 0, (size_t)w->grid[2] * sizeof *dst); continue; }
+        const float *src = img + irow + off_w;
+        for (int64_t j = 0; j < wlo; j++) dst[j] = 0;
+        if (s == 1) memcpy(dst + wlo, src + wlo, (size_t)(whi - wlo) * sizeof *dst);
+        else for (int64_t j = wlo; j < whi; j++) dst[j] = src[j * s];
+        for (int64_t j = whi; j < w->grid[2]; j++) dst[j] = 0;
+    })
+}
+
+/* The adjoint of im2col: adds each column entry into its image position. */
+static void col2im(const float *col, int64_t channels, const win3 *w, float *img)
+{
+    int64_t s = w->s[2];
+    WIN_FOREACH(w, channels, {
+        if (!ok) continue;
+        const float *src = col + (c * w->taps + t) * w->grid_size + grow;
+        float *dst = img + irow + off_w;
+        for (int64_t j = wlo; j < whi; j++) dst[j * s] += src[j];
+    })
+}
+
+/* Depthwise (one input channel per group): each output channel accumulates
+ * its taps straight from the input plane, one pass over the output per tap.
+ * A job covers the (image, output channel) planes [begin, end). */
+typedef struct dw_job {
+    const bd_conv_geom *g;
+    const win3 *w;
+    const float *x, *wt, *bias;
+    float *y;
+    int64_t begin, end;
+} dw_job;
+
+static void *dw_run(void *arg)
+{
+    const dw_job *jb = arg;
+    const bd_conv_geom *g = jb->g;
+    const win3 *w = jb->w;
+    int64_t mg = g->c_out / g->group, s = w->s[2];
+    for (int64_t plane = jb->begin; plane < jb->end; plane++) {
+        int64_t n = plane / g->c_out, m = plane % g->c_out;
+        const float *xc = jb->x + (n * g->c_in + m / mg) * w->img_size;
+        const float *wm = jb->wt + m * w->taps;
+        float *yc = jb->y + plane * w->grid_size;
+        float b0 = jb->bias ? jb->bias[m] : 0.0f;
+        for (int64_t j = 0; j < w->grid_size; j++) yc[j] = b0;
+        WIN_FOREACH(w, 1, {
+            if (!ok) continue;
+            const float wv = wm[t];
+            const float *src = xc + irow + off_w;
+            float *dst = yc + grow;
+            if (s == 1) for (int64_t j = wlo; j < whi; j++) dst[j] += wv * src[j];
+            else for (int64_t j = wlo; j < whi; j++) dst[j] += wv * src[j * s];
+        })
+    }
+    return NULL;
+}
+
+#define DW_MAX_THREADS 64
+#define DW_MIN_WORK (1 << 18) /* multiply-adds per thread worth a thread */
+
+/* Splits the planes over up to `threads` threads (the caller's included); a
+ * thread that cannot be started has its share run by the caller. */
+static void conv_depthwise(const bd_conv_geom *g, const win3 *w, const float *x, const float *wt,
+                           const float *bias, float *y, int threads)
+{
+    int64_t planes = g->n * g->c_out, work = planes * w->grid_size * w->taps;
+    int64_t nt = BD_MIN(BD_MIN((int64_t)threads, DW_MAX_THREADS), BD_MIN(planes, work / DW_MIN_WORK));
+    if (nt < 1) nt = 1;
+    dw_job jobs[DW_MAX_THREADS];
+    pthread_t tid[DW_MAX_THREADS];
+    int started[DW_MAX_THREADS] = {0};
+    for (int64_t i = 0; i < nt; i++) {
+        jobs[i] = (dw_job){g, w, x, wt, bias, y, planes * i / nt, planes * (i + 1) / nt};
+        if (i > 0) started[i] = pthread_create(&tid[i], NULL, dw_run, &jobs[i]) == 0;
+    }
+    dw_run(&jobs[0]);
+    for (int64_t i = 1; i < nt; i++) {
+        if (started[i]) pthread_join(tid[i], NULL);
+        else dw_run(&jobs[i]);
+    }
+}
+
+static braid_status check_blas_dims(int64_t a, int64_t b, int64_t c, bd_err *e)
+{
+    if (a > INT_MAX || b > INT_MAX || c > INT_MAX)
+        return BD_FAIL(e, BRAID_ERR_LIMIT, "a matrix dim of this convolution (%lld, %lld, %lld) "
+                       "is beyond the BLAS limit of %d", (long long)a, (long long)b,
+                       (long long)c, INT_MAX);
+    return BRAID_OK;
+}
+
+static braid_status conv_forward(const bd_kernel *k, const bd_conv_geom *g)
+{
+    braid_status st = BRAID_OK;
+    const float *x = k->in[0].data, *wt = k->in[1].data;
+    const float *bias = k->n_in > 2 && k->in[2].data ? k->in[2].data : NULL;
+    float *y = k->out[0].data, *col = NULL;
+    win3 w;
+    win_make(g, 0, &w);
+    int64_t cg = g->c_in / g->group, mg = g->c_out / g->group;
+    int64_t kk = cg * w.taps, p = w.grid_size;
+    if (cg == 1) {
+        conv_depthwise(g, &w, x, wt, bias, y, k->threads);
+        return BRAID_OK;
+    }
+    int pointwise = w.taps == 1;
+    for (int i = 0; i < g->nsp; i++)
+        pointwise &= g->s[i] == 1 && g->pb[i] == 0 && g->pe[i] == 0;
+    BD_TRY(check_blas_dims(mg, p, kk, k->err));
+    if (!pointwise) {
+        col = bd_malloc((size_t)kk * (size_t)p * sizeof *col);
+        BD_CHECK_ALLOC(k->err, col);
+    }
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t gi = 0; gi < g->group; gi++) {
+            const float *xg = x + (n * g->c_in + gi * cg) * w.img_size;
+            float *yg = y + (n * g->c_out + gi * mg) * p;
+            if (!pointwise) im2col(xg, cg, &w, col);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)p, (int)kk, 1.0f,
+                        wt + gi * mg * kk, (int)kk, pointwise ? xg : col, (int)p, 0.0f, yg, (int)p);
+        }
+    if (bias)
+        for (int64_t n = 0; n < g->n; n++)
+            for (int64_t m = 0; m < g->c_out; m++) {
+                float *yc = y + (n * g->c_out + m) * p;
+                for (int64_t j = 0; j < p; j++) yc[j] += bias[m];
+            }
+fail:
+    bd_free(col);
+    return st;
+}
+
+static braid_status conv_transpose(const bd_kernel *k, const bd_conv_geom *g)
+{
+    braid_status st = BRAID_OK;
+    const float *x = k->in[0].data, *wt = k->in[1].data;
+    const float *bias = k->n_in > 2 && k->in[2].data ? k->in[2].data : NULL;
+    float *y = k->out[0].data, *col = NULL;
+    win3 w;
+    win_make(g, 1, &w);
+    int64_t cg = g->c_in / g->group, mg = g->c_out / g->group;
+    int64_t kk = mg * w.taps, p = w.grid_size; /* col: (Mg * taps) x (input spatial size) */
+    BD_TRY(check_blas_dims(kk, p, cg, k->err));
+    col = bd_malloc((size_t)kk * (size_t)p * sizeof *col);
+    BD_CHECK_ALLOC(k->err, col);
+    for (int64_t n = 0; n < g->n; n++) {
+        float *yn = y + n * g->c_out * w.img_size;
+        for (int64_t m = 0; m < g->c_out; m++) {
+            float b0 = bias ? bias[m] : 0.0f;
+            for (int64_t j = 0; j < w.img_size; j++) yn[m * w.img_size + j] = b0;
+        }
+        for (int64_t gi = 0; gi < g->group; gi++) {
+            const float *xg = x + (n * g->c_in + gi * cg) * p;
+            /* W is (C_in, Mg, taps): the group's rows form a (Cg x Mg*taps) matrix. */
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kk, (int)p, (int)cg, 1.0f,
+                        wt + gi * cg * kk, (int)kk, xg, (int)p, 0.0f, col, (int)p);
+            col2im(col, mg, &w, yn + gi * mg * w.img_size);
+        }
+    }
+fail:
+    bd_free(col);
+    return st;
+}
 
 braid_status bd_cpu_conv(const bd_kernel *k)
 {
-    return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op %s has no CPU kernel yet", k->node->op_type);
+    bd_conv_geom g;
+    braid_status st = bd_conv_geometry(k->node, &k->in[0], &k->in[1],
+                                       k->n_in > 2 ? &k->in[2] : NULL, &g, k->err);
+    if (st) return st;
+    switch (k->node->op) {
+    case BD_OP_Conv: return conv_forward(k, &g);
+    case BD_OP_ConvTranspose: return conv_transpose(k, &g);
+    default:
+        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the conv family",
+                       k->node->op_type);
+    }
 }

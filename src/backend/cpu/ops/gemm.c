@@ -1,7 +1,138 @@
-/* gemm.c: CPU kernels of the gemm op family. */
+/* gemm.c: CPU kernels of the gemm op family. Gemm and float MatMul call
+ * cblas_sgemm (a batched MatMul whose B has no batch folds the batch into M);
+ * int32 and int64 MatMul use a plain loop. */
 #include "backend/cpu/cpu_ops.h"
+#include "ops/gemm.h"
+
+#include <cblas.h>
+#include <limits.h>
+
+static braid_status check_blas_dims(int64_t m, int64_t n, int64_t k, bd_err *e)
+{
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
+        return BD_FAIL(e, BRAID_ERR_LIMIT, "matrix dims (M %lld, N %lld, K %lld) are beyond the "
+                       "BLAS limit of %d", (long long)m, (long long)n, (long long)k, INT_MAX);
+    return BRAID_OK;
+}
+
+static braid_status gemm(const bd_kernel *k)
+{
+    const bd_gemm_params *p = k->node->params;
+    const bd_tensor *a = &k->in[0], *b = &k->in[1];
+    const bd_tensor *c = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;
+    bd_tensor *y = &k->out[0];
+    int64_t m = y->dims[0], n = y->dims[1], kk = a->dims[p->trans_a ? 0 : 1];
+    float *yd = y->data, beta = 0.0f;
+    braid_status st = check_blas_dims(m, n, kk, k->err);
+    if (st) return st;
+    if (c && p->beta != 0.0f) {
+        /* Y starts as C broadcast to (M, N); sgemm scales it by beta. */
+        int64_t str[2];
+        const float *cd = c->data;
+        bd_broadcast_strides(c, y, str);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) yd[i * n + j] = cd[i * str[0] + j * str[1]];
+        beta = p->beta;
+    }
+    if (m == 0 || n == 0) return BRAID_OK;
+    if (kk == 0) { /* BLAS may leave Y alone when K is 0 */
+        for (int64_t i = 0; i < m * n; i++) yd[i] *= beta;
+        if (beta == 0.0f) for (int64_t i = 0; i < m * n; i++) yd[i] = 0.0f;
+        return BRAID_OK;
+    }
+    cblas_sgemm(CblasRowMajor, p->trans_a ? CblasTrans : CblasNoTrans,
+                p->trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)kk, p->alpha,
+                a->data, p->trans_a ? (int)m : (int)kk, b->data, p->trans_b ? (int)kk : (int)n,
+                beta, yd, (int)n);
+    return BRAID_OK;
+}
+
+/* y (M x N) = a (M x K) b (K x N) for integer types, wrapping on overflow. */
+#define MATMUL_INT(T)                                                                              \
+    static void matmul_##T(const T *a, const T *b, T *y, int64_t m, int64_t n, int64_t kk)         \
+    {                                                                                              \
+        for (int64_t i = 0; i < m; i++) {                                                          \
+            T *row = y + i * n;                                                                    \
+            for (int64_t j = 0; j < n; j++) row[j] = 0;                                            \
+            for (int64_t l = 0; l < kk; l++) {                                                     \
+                uint64_t av = (uint64_t)a[i * kk + l];                                             \
+                const T *brow = b + l * n;                                                         \
+                for (int64_t j = 0; j < n; j++)                                                    \
+                    row[j] = (T)((uint64_t)row[j] + av * (uint64_t)brow[j]);                       \
+            }                                                                                      \
+        }                                                                                          \
+    }
+MATMUL_INT(int32_t)
+MATMUL_INT(int64_t)
+
+/* One (M x K) (K x N) product of the given dtype; sizes checked by the caller. */
+static void matmul_one(int dtype, const void *a, const void *b, void *y, int64_t m, int64_t n,
+                       int64_t kk)
+{
+    if (dtype == BRAID_DTYPE_FLOAT) {
+        if (m == 0 || n == 0) return;
+        if (kk == 0) { for (int64_t i = 0; i < m * n; i++) ((float *)y)[i] = 0.0f; return; }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)kk, 1.0f, a,
+                    (int)kk, b, (int)n, 0.0f, y, (int)n);
+    } else if (dtype == BRAID_DTYPE_INT32) {
+        matmul_int32_t(a, b, y, m, n, kk);
+    } else {
+        matmul_int64_t(a, b, y, m, n, kk);
+    }
+}
+
+static braid_status matmul(const bd_kernel *k)
+{
+    const bd_tensor *a = &k->in[0], *b = &k->in[1];
+    bd_matmul_geom g;
+    braid_status st = bd_matmul_geometry(a, b, &g, NULL, k->err);
+    if (st) return st;
+    int dt = a->dtype;
+    if (dt != BRAID_DTYPE_FLOAT && dt != BRAID_DTYPE_INT32 && dt != BRAID_DTYPE_INT64)
+        return BD_FAIL(k->err, BRAID_ERR_DTYPE, "MatMul has no CPU kernel for %s",
+                       bd_dtype_name(dt));
+    size_t es = bd_dtype_size(dt);
+    int64_t nb = bd_numel(&g.batch), na = bd_numel(&g.a_batch), nbb = bd_numel(&g.b_batch);
+    const char *ad = a->data, *bdata = b->data;
+    char *yd = k->out[0].data;
+    if (nbb == 1 && na == nb) { /* B is shared by every batch: one product with M * batch rows */
+        if ((st = check_blas_dims(g.m * nb, g.n, g.k, k->err))) return st;
+        matmul_one(dt, ad, bdata, yd, g.m * nb, g.n, g.k);
+        return BRAID_OK;
+    }
+    if ((st = check_blas_dims(g.m, g.n, g.k, k->err))) return st;
+    int64_t sa[BD_MAX_RANK], sb[BD_MAX_RANK];
+    bd_broadcast_strides(&g.a_batch, &g.batch, sa);
+    bd_broadcast_strides(&g.b_batch, &g.batch, sb);
+    size_t a_mat = (size_t)(g.m * g.k) * es, b_mat = (size_t)(g.k * g.n) * es;
+    size_t y_mat = (size_t)(g.m * g.n) * es;
+    for (int64_t i = 0; i < nb; i++) {
+        int64_t rem = i, oa = 0, ob = 0;
+        for (int d = g.batch.rank - 1; d >= 0; d--) {
+            int64_t idx = rem % g.batch.dims[d];
+            rem /= g.batch.dims[d];
+            oa += idx * sa[d];
+            ob += idx * sb[d];
+        }
+        matmul_one(dt, ad + (size_t)oa * a_mat, bdata + (size_t)ob * b_mat, yd + (size_t)i * y_mat,
+                   g.m, g.n, g.k);
+    }
+    return BRAID_OK;
+}
 
 braid_status bd_cpu_gemm(const bd_kernel *k)
 {
-    return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op %s has no CPU kernel yet", k->node->op_type);
+    if (!k->node->params)
+        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "attributes were not parsed");
+    switch (k->node->op) {
+    case BD_OP_Gemm:
+        if (k->in[0].dtype != BRAID_DTYPE_FLOAT)
+            return BD_FAIL(k->err, BRAID_ERR_DTYPE, "Gemm has no CPU kernel for %s",
+                           bd_dtype_name(k->in[0].dtype));
+        return gemm(k);
+    case BD_OP_MatMul: return matmul(k);
+    default:
+        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the gemm family",
+                       k->node->op_type);
+    }
 }

@@ -1,0 +1,52 @@
+/* conv.h: the conv family's parsed attributes and its geometry helper, shared
+ * by shape inference (src/ops/conv.c) and the kernels (backend cpu/cuda). */
+#ifndef BD_OPS_CONV_H
+#define BD_OPS_CONV_H
+
+#include "ops.h"
+
+#define BD_CONV_MAX_SPATIAL 3 /* 1-D, 2-D and 3-D convolutions */
+
+typedef enum bd_auto_pad {
+    BD_PAD_NOTSET = 0,
+    BD_PAD_SAME_UPPER = 1,
+    BD_PAD_SAME_LOWER = 2,
+    BD_PAD_VALID = 3
+} bd_auto_pad;
+
+/* Conv and ConvTranspose attributes as written in the model. A count of 0
+ * means the attribute is absent (defaults apply once the rank is known). */
+typedef struct bd_conv_params {
+    int64_t group;
+    bd_auto_pad auto_pad;
+    int n_kernel, n_strides, n_dilations, n_pads, n_out_pad, n_out_shape;
+    int64_t kernel[BD_MAX_RANK];
+    int64_t strides[BD_MAX_RANK];
+    int64_t dilations[BD_MAX_RANK];
+    int64_t pads[2 * BD_MAX_RANK];      /* (begin_0, begin_1, ..., end_0, end_1, ...) */
+    int64_t out_pad[BD_MAX_RANK];       /* ConvTranspose: output_padding */
+    int64_t out_shape[BD_MAX_RANK + 2]; /* ConvTranspose: output_shape (spatial, or N, C, spatial) */
+} bd_conv_params;
+
+/* The resolved geometry of one Conv or ConvTranspose call. Spatial arrays
+ * have nsp entries. For Conv, x is the image and y the grid of kernel
+ * positions; for ConvTranspose it is the other way round: y is the (padded)
+ * image that the columns of x are scattered into. Either way, image position
+ * = grid position * stride - pad_begin + tap * dilation. -1 marks a dim that
+ * is not known yet. */
+typedef struct bd_conv_geom {
+    int nsp;
+    int64_t n, c_in, c_out, group;
+    int64_t x[BD_CONV_MAX_SPATIAL]; /* input spatial dims */
+    int64_t y[BD_CONV_MAX_SPATIAL]; /* output spatial dims */
+    int64_t k[BD_CONV_MAX_SPATIAL], s[BD_CONV_MAX_SPATIAL], d[BD_CONV_MAX_SPATIAL];
+    int64_t pb[BD_CONV_MAX_SPATIAL], pe[BD_CONV_MAX_SPATIAL]; /* pads, begin and end */
+} bd_conv_geom;
+
+/* Checks X (N, C, D...), W and the optional B of node n against its
+ * attributes and resolves the geometry (auto_pad, output_shape included).
+ * Fails with DTYPE, SHAPE or UNSUPPORTED naming the numbers that disagree. */
+braid_status bd_conv_geometry(const bd_node *n, const bd_tensor *x, const bd_tensor *w,
+                              const bd_tensor *b, bd_conv_geom *g, bd_err *e);
+
+#endif /* BD_OPS_CONV_H */
