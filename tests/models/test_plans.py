@@ -7,6 +7,7 @@ shape the design promises, read from `braid plan` and `braid run --profile`.
   other three (no single-dependency limit).
 - wide: eight branches on eight streams when automatic, at most N with --streams N.
 - any model with --streams 1: one stream, no events.
+- outputs are bitwise identical for any --streams and --threads.
 - --profile writes Chrome trace JSON with one track per stream and one slice
   per node, naming its op and shapes.
 Usage: test_plans.py BRAID MODELS_DIR
@@ -88,6 +89,20 @@ def main():
         s, (ns, ne, arena, total) = plan(braid, m(name), "--streams", "1", *args)
         check(ns == 1 and ne == 0, f"{name}: --streams 1 gives 1 stream and no events, got {ns}, {ne}")
         check(arena <= total, f"{name}: arena {arena} <= intermediates {total}")
+
+    # Outputs are bitwise identical for any number of streams and threads.
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, args in (("wide", []), ("two_conv_add", ["--shape", "x=4x16x32x32"]), ("fpn", [])):
+            digests = set()
+            for streams in ("1", "2", "4", "0"):
+                for threads in ("1", "2", "3"):
+                    out = os.path.join(tmp, f"{name}_{streams}_{threads}")
+                    p = subprocess.run([braid, "run", m(name), *args, "--backend", "cpu", "--streams", streams,
+                                        "--threads", threads, "--output-dir", out], capture_output=True, text=True)
+                    check(p.returncode == 0, f"{name}: run with {streams} streams, {threads} threads: {p.stderr}")
+                    digests.add(b"".join(open(os.path.join(out, f), "rb").read() for f in sorted(os.listdir(out))))
+            check(len(digests) == 1, f"{name}: outputs bitwise identical for streams 1/2/4/auto x threads 1/2/3, "
+                                     f"got {len(digests)} different results")
 
     with tempfile.TemporaryDirectory() as tmp:
         prof = os.path.join(tmp, "trace.json")

@@ -35,6 +35,7 @@ static braid_status cpu_open(const bd_graph *g, const bd_exec_opts *o, void **st
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     s->threads = o->threads > 0 ? o->threads : (int)(ncpu > 0 ? ncpu : 1);
     s->profile = o->profile;
+    openblas_set_num_threads(1);
     *state = s;
     return BRAID_OK;
 }
@@ -182,9 +183,9 @@ static braid_status cpu_run(void *state, bd_prepared *p, const bd_tensor *inputs
     if (!w) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
     cp->gen++;
     cp->abort = 0;
-    /* Intra-op threads share the cores with the stream threads. */
+    /* Intra-op threads share the cores with the stream threads; OpenBLAS runs
+     * single-threaded (see backend/cpu/parallel.h). */
     int per = BD_MAX(1, s->threads / S);
-    openblas_set_num_threads(per);
     int started = 1;
     for (int t = 0; t < S; t++) w[t] = (worker){.p = p, .s = s, .stream = t, .threads = per};
     for (int t = 1; t < S; t++) {

@@ -3,11 +3,11 @@
  * when each group has one input channel (depthwise); ConvTranspose runs as
  * SGEMM + col2im. 1-D and 2-D are handled as 3-D with leading unit dims. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/parallel.h"
 #include "ops/conv.h"
 
 #include <cblas.h>
 #include <limits.h>
-#include <pthread.h>
 #include <string.h>
 
 /* A window: an image (channels x img[0] x img[1] x img[2]) seen from a grid
@@ -131,29 +131,23 @@ static void *dw_run(void *arg)
     return NULL;
 }
 
-#define DW_MAX_THREADS 64
 #define DW_MIN_WORK (1 << 18) /* multiply-adds per thread worth a thread */
 
-/* Splits the planes over up to `threads` threads (the caller's included); a
- * thread that cannot be started has its share run by the caller. */
+static void dw_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    dw_job jb = *(const dw_job *)ctx;
+    jb.begin = begin;
+    jb.end = end;
+    dw_run(&jb);
+}
+
+/* Splits the planes over up to `threads` threads. */
 static void conv_depthwise(const bd_conv_geom *g, const win3 *w, const float *x, const float *wt,
                            const float *bias, float *y, int threads)
 {
-    int64_t planes = g->n * g->c_out, work = planes * w->grid_size * w->taps;
-    int64_t nt = BD_MIN(BD_MIN((int64_t)threads, DW_MAX_THREADS), BD_MIN(planes, work / DW_MIN_WORK));
-    if (nt < 1) nt = 1;
-    dw_job jobs[DW_MAX_THREADS];
-    pthread_t tid[DW_MAX_THREADS];
-    int started[DW_MAX_THREADS] = {0};
-    for (int64_t i = 0; i < nt; i++) {
-        jobs[i] = (dw_job){g, w, x, wt, bias, y, planes * i / nt, planes * (i + 1) / nt};
-        if (i > 0) started[i] = pthread_create(&tid[i], NULL, dw_run, &jobs[i]) == 0;
-    }
-    dw_run(&jobs[0]);
-    for (int64_t i = 1; i < nt; i++) {
-        if (started[i]) pthread_join(tid[i], NULL);
-        else dw_run(&jobs[i]);
-    }
+    int64_t planes = g->n * g->c_out;
+    dw_job all = {g, w, x, wt, bias, y, 0, planes};
+    bd_parallel_for(threads, planes, BD_MAX((int64_t)1, DW_MIN_WORK / BD_MAX(w->grid_size * w->taps, 1)), dw_chunk, &all);
 }
 
 static braid_status check_blas_dims(int64_t a, int64_t b, int64_t c, bd_err *e)
@@ -192,8 +186,7 @@ static braid_status conv_forward(const bd_kernel *k, const bd_conv_geom *g)
             const float *xg = x + (n * g->c_in + gi * cg) * w.img_size;
             float *yg = y + (n * g->c_out + gi * mg) * p;
             if (!pointwise) im2col(xg, cg, &w, col);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)p, (int)kk, 1.0f,
-                        wt + gi * mg * kk, (int)kk, pointwise ? xg : col, (int)p, 0.0f, yg, (int)p);
+            bd_sgemm(k->threads, 0, 0, mg, p, kk, 1.0f, wt + gi * mg * kk, kk, pointwise ? xg : col, p, 0.0f, yg, p);
         }
     if (bias)
         for (int64_t n = 0; n < g->n; n++)
@@ -228,8 +221,7 @@ static braid_status conv_transpose(const bd_kernel *k, const bd_conv_geom *g)
         for (int64_t gi = 0; gi < g->group; gi++) {
             const float *xg = x + (n * g->c_in + gi * cg) * p;
             /* W is (C_in, Mg, taps): the group's rows form a (Cg x Mg*taps) matrix. */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kk, (int)p, (int)cg, 1.0f,
-                        wt + gi * cg * kk, (int)kk, xg, (int)p, 0.0f, col, (int)p);
+            bd_sgemm(k->threads, 1, 0, kk, p, cg, 1.0f, wt + gi * cg * kk, kk, xg, p, 0.0f, col, p);
             col2im(col, mg, &w, yn + gi * mg * w.img_size);
         }
     }

@@ -2,6 +2,7 @@
  * cblas_sgemm (a batched MatMul whose B has no batch folds the batch into M);
  * int32 and int64 MatMul use a plain loop. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/parallel.h"
 #include "ops/gemm.h"
 
 #include <cblas.h>
@@ -40,10 +41,8 @@ static braid_status gemm(const bd_kernel *k)
         if (beta == 0.0f) for (int64_t i = 0; i < m * n; i++) yd[i] = 0.0f;
         return BRAID_OK;
     }
-    cblas_sgemm(CblasRowMajor, p->trans_a ? CblasTrans : CblasNoTrans,
-                p->trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)kk, p->alpha,
-                a->data, p->trans_a ? (int)m : (int)kk, b->data, p->trans_b ? (int)kk : (int)n,
-                beta, yd, (int)n);
+    bd_sgemm(k->threads, p->trans_a, p->trans_b, m, n, kk, p->alpha, a->data, p->trans_a ? m : kk, b->data,
+             p->trans_b ? kk : n, beta, yd, n);
     return BRAID_OK;
 }
 
@@ -66,14 +65,13 @@ MATMUL_INT(int32_t)
 MATMUL_INT(int64_t)
 
 /* One (M x K) (K x N) product of the given dtype; sizes checked by the caller. */
-static void matmul_one(int dtype, const void *a, const void *b, void *y, int64_t m, int64_t n,
+static void matmul_one(int threads, int dtype, const void *a, const void *b, void *y, int64_t m, int64_t n,
                        int64_t kk)
 {
     if (dtype == BRAID_DTYPE_FLOAT) {
         if (m == 0 || n == 0) return;
         if (kk == 0) { for (int64_t i = 0; i < m * n; i++) ((float *)y)[i] = 0.0f; return; }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)kk, 1.0f, a,
-                    (int)kk, b, (int)n, 0.0f, y, (int)n);
+        bd_sgemm(threads, 0, 0, m, n, kk, 1.0f, a, kk, b, n, 0.0f, y, n);
     } else if (dtype == BRAID_DTYPE_INT32) {
         matmul_int32_t(a, b, y, m, n, kk);
     } else {
@@ -97,7 +95,7 @@ static braid_status matmul(const bd_kernel *k)
     char *yd = k->out[0].data;
     if (nbb == 1 && na == nb) { /* B is shared by every batch: one product with M * batch rows */
         if ((st = check_blas_dims(g.m * nb, g.n, g.k, k->err))) return st;
-        matmul_one(dt, ad, bdata, yd, g.m * nb, g.n, g.k);
+        matmul_one(k->threads, dt, ad, bdata, yd, g.m * nb, g.n, g.k);
         return BRAID_OK;
     }
     if ((st = check_blas_dims(g.m, g.n, g.k, k->err))) return st;
@@ -114,7 +112,7 @@ static braid_status matmul(const bd_kernel *k)
             oa += idx * sa[d];
             ob += idx * sb[d];
         }
-        matmul_one(dt, ad + (size_t)oa * a_mat, bdata + (size_t)ob * b_mat, yd + (size_t)i * y_mat,
+        matmul_one(k->threads, dt, ad + (size_t)oa * a_mat, bdata + (size_t)ob * b_mat, yd + (size_t)i * y_mat,
                    g.m, g.n, g.k);
     }
     return BRAID_OK;

@@ -1,0 +1,26 @@
+/* parallel.h: intra-op parallelism of the CPU kernels, and a GEMM whose
+ * results do not depend on the thread count. OpenBLAS always runs
+ * single-threaded inside braid: the stream threads and these loops share the
+ * cores instead (the budget is --threads divided among the plan's streams). */
+#ifndef BD_PARALLEL_H
+#define BD_PARALLEL_H
+
+#include <stdint.h>
+
+/* Runs fn(ctx, begin, end) over [0, n) in at most `threads` contiguous chunks
+ * of at least min_chunk items; the caller's thread runs the first chunk, and
+ * a thread that cannot be started has its chunk run by the caller. */
+void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void *ctx, int64_t begin, int64_t end),
+                     void *ctx);
+
+/* C = alpha op(A) op(B) + beta C, row-major, on up to `threads` threads. The
+ * product is cut into a fixed grid of tiles (BD_GEMM_TILE_M x BD_GEMM_TILE_N)
+ * and each tile is one single-threaded OpenBLAS call, whatever thread runs
+ * it: so the bits of C are the same for any thread count and any number of
+ * plan streams (OpenBLAS's own threading changes them). */
+#define BD_GEMM_TILE_M 256
+#define BD_GEMM_TILE_N 512
+void bd_sgemm(int threads, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+              int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
+#endif
