@@ -140,16 +140,18 @@ void braid_session_destroy(braid_session *s);
 /* The backend actually used (AUTO resolved). */
 braid_backend braid_session_backend(const braid_session *s);
 /* Runs the model. inputs[i] is graph input i (braid_model_input_info order);
- * outputs[i] receives graph output i. n_inputs must equal the input count;
- * n_outputs may be smaller than the output count.
- * Outputs, two ways: with outputs[i].data NULL, braid fills outputs[i] and
- * points data at the session's host-shared output buffer (no copy; valid
- * until the next run). With outputs[i].data set, the caller owns the buffer
- * and states the shape it expects in dtype/rank/dims: braid copies the output
- * there, or fails with BRAID_ERR_SHAPE / BRAID_ERR_DTYPE when it differs.
- * Concurrent callers of one session should use their own output buffers. */
+ * n_inputs must equal the input count. outputs[i] receives graph output i
+ * (n_outputs may be smaller than the output count): braid fills every field,
+ * and data points at the session's host-shared output buffer (no copy),
+ * valid until the next run on this session or its destruction. */
 braid_status braid_session_run(braid_session *s, int n_inputs, const braid_tensor *inputs,
                                int n_outputs, braid_tensor *outputs);
+/* The same, into the caller's buffers: outputs[i].data is the caller's, and
+ * outputs[i].dtype/rank/dims state what the caller expects; braid copies
+ * output i there, or fails with BRAID_ERR_DTYPE / BRAID_ERR_SHAPE when it
+ * differs. Threads sharing one session should use this form. */
+braid_status braid_session_run_into(braid_session *s, int n_inputs, const braid_tensor *inputs,
+                                    int n_outputs, const braid_tensor *outputs);
 const char *braid_session_error(const braid_session *s);
 
 /* Host-shared input buffers. Returns in *data a buffer owned by the session,

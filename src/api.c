@@ -436,7 +436,7 @@ static braid_status get_plan(braid_session *s, const bd_tensor *in, bd_prepared 
 }
 
 static braid_status run_locked(braid_session *s, int n_inputs, const braid_tensor *inputs, int n_outputs,
-                               braid_tensor *outputs, bd_err *e)
+                               braid_tensor *outputs, int into, bd_err *e)
 {
     const bd_graph *g = &s->m->g;
     bd_tensor in[64];
@@ -478,7 +478,9 @@ static braid_status run_locked(braid_session *s, int n_inputs, const braid_tenso
     }
     for (int o = 0; o < n_outputs; o++) {
         const bd_tensor *t = &p->inst.vals[g->outputs[o]];
-        if (outputs[o].data) { /* the caller's buffer, at the shape the caller states */
+        if (into) { /* the caller's buffer, at the shape the caller states */
+            if (!outputs[o].data)
+                return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "output %d has no buffer", o);
             bd_tensor want = {.dtype = outputs[o].dtype, .rank = outputs[o].rank};
             memcpy(want.dims, outputs[o].dims, sizeof want.dims);
             char a[160], b[160];
@@ -499,8 +501,8 @@ static braid_status run_locked(braid_session *s, int n_inputs, const braid_tenso
     return BRAID_OK;
 }
 
-braid_status braid_session_run(braid_session *s, int n_inputs, const braid_tensor *inputs, int n_outputs,
-                               braid_tensor *outputs)
+static braid_status run(braid_session *s, int n_inputs, const braid_tensor *inputs, int n_outputs,
+                        braid_tensor *outputs, int into)
 {
     if (!s) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_session_run: session is NULL");
     if (n_inputs && !inputs) {
@@ -509,8 +511,21 @@ braid_status braid_session_run(braid_session *s, int n_inputs, const braid_tenso
     }
     bd_err e = {0};
     pthread_mutex_lock(&s->mu);
-    braid_status st = run_locked(s, n_inputs, inputs, n_outputs, outputs, &e);
+    braid_status st = run_locked(s, n_inputs, inputs, n_outputs, outputs, into, &e);
     if (st) set_error(s->err, &e);
     pthread_mutex_unlock(&s->mu);
     return st;
+}
+
+braid_status braid_session_run(braid_session *s, int n_inputs, const braid_tensor *inputs, int n_outputs,
+                               braid_tensor *outputs)
+{
+    return run(s, n_inputs, inputs, n_outputs, outputs, 0);
+}
+
+braid_status braid_session_run_into(braid_session *s, int n_inputs, const braid_tensor *inputs, int n_outputs,
+                                    const braid_tensor *outputs)
+{
+    /* Only outputs[i].data's pointee is written, never the structs. */
+    return run(s, n_inputs, inputs, n_outputs, (braid_tensor *)outputs, 1);
 }

@@ -27,7 +27,7 @@ static void *worker(void *arg)
         braid_tensor in = {.dtype = BRAID_DTYPE_FLOAT, .rank = 4, .dims = {2, 16, 32, 32}, .data = input};
         /* The thread's own output buffer: the copy happens inside the run. */
         braid_tensor out = {.dtype = BRAID_DTYPE_FLOAT, .rank = 4, .dims = {2, 32, 32, 32}, .data = mine};
-        if (braid_session_run(shared, 1, &in, 1, &out) != BRAID_OK) __atomic_add_fetch(&thread_errors, 1, __ATOMIC_RELAXED);
+        if (braid_session_run_into(shared, 1, &in, 1, &out) != BRAID_OK) __atomic_add_fetch(&thread_errors, 1, __ATOMIC_RELAXED);
         else if (memcmp(mine, expected, out_elems * sizeof(float)) != 0) __atomic_add_fetch(&thread_mismatch, 1, __ATOMIC_RELAXED);
     }
     free(mine);
@@ -139,7 +139,7 @@ int main(void)
     /* A caller's buffer of the wrong shape is refused. */
     float small[4];
     braid_tensor wrong = {.dtype = BRAID_DTYPE_FLOAT, .rank = 1, .dims = {4}, .data = small};
-    CHECK_EQ_INT(braid_session_run(s, 1, &in, 1, &wrong), BRAID_ERR_SHAPE);
+    CHECK_EQ_INT(braid_session_run_into(s, 1, &in, 1, &wrong), BRAID_ERR_SHAPE);
     CHECK_CONTAINS(braid_session_error(s), "output 'y' has shape 2x32x32x32 but the caller's buffer is 4");
 
     /* Many threads, one session. */

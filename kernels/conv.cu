@@ -1,0 +1,358 @@
+/* conv.cu: CUDA launchers of the conv op family through cuDNN. Conv is
+ * cudnnConvolutionForward, ConvTranspose is cudnnConvolutionBackwardData;
+ * geometry (auto_pad, output_shape, asymmetric pads) comes from
+ * bd_conv_geometry exactly as on the CPU. cuDNN only pads symmetrically, so an
+ * asymmetric Conv first copies its input into a zero-padded scratch, and an
+ * asymmetric (or negatively padded) ConvTranspose computes the uncropped
+ * output into scratch and crops it. Descriptors and the algorithm are chosen
+ * once per node (shapes are fixed per plan) and kept in the node's cache. */
+#include <limits.h>
+
+#include "common.cuh"
+
+extern "C" {
+#include "ops/conv.h"
+}
+
+enum conv_mode {
+    CONV_DIRECT = 0,      /* Conv, symmetric pads */
+    CONV_PADDED = 1,      /* Conv, asymmetric pads: x copied into a padded scratch */
+    CONVT_DIRECT = 2,     /* ConvTranspose, symmetric pads cuDNN reproduces */
+    CONVT_CROPPED = 3     /* ConvTranspose into an uncropped scratch, then cropped */
+};
+
+/* A 5-D view (N*C planes of D x H x W) of 1-, 2- and 3-D images. */
+struct plane3 {
+    int64_t d, h, w;
+};
+
+struct conv_cache {
+    conv_mode mode;
+    bd_conv_geom g;
+    cudnnTensorDescriptor_t xd, yd, bd; /* the cuDNN-side input, output and bias */
+    cudnnFilterDescriptor_t wd;
+    cudnnConvolutionDescriptor_t cd;
+    int fwd_algo, bwd_algo;
+    size_t ws_need;
+    void *tmp;                          /* CONV_PADDED: padded input; CONVT_CROPPED: uncropped output */
+    size_t tmp_bytes;
+    plane3 img, tmp_img;                /* the planes of the real tensor and of the scratch */
+    int64_t off[3];                     /* scratch index = real index + off (per spatial dim) */
+    int64_t planes;                     /* N * channels of the tensor that is padded or cropped */
+};
+
+/* ---- kernels ------------------------------------------------------------------------ */
+
+/* dst (planes x td x th x tw) = src (planes x sd x sh x sw) shifted by off, zero outside;
+ * plus bias[plane % c] when bias is set. Serves both the input padding
+ * (off = pad begin) and the output crop (off = -pad begin). */
+static __global__ void shift_copy(const float *__restrict__ src, float *__restrict__ dst, int64_t planes,
+                                  plane3 s, plane3 t, int64_t od, int64_t oh, int64_t ow,
+                                  const float *__restrict__ bias, int64_t c)
+{
+    int64_t n = planes * t.d * t.h * t.w;
+    BD_CU_LOOP(i, n)
+    {
+        int64_t x = i % t.w, r = i / t.w;
+        int64_t y = r % t.h;
+        r /= t.h;
+        int64_t z = r % t.d, pl = r / t.d;
+        int64_t sz = z - od, sy = y - oh, sx = x - ow;
+        float v = 0.0f;
+        if (sz >= 0 && sz < s.d && sy >= 0 && sy < s.h && sx >= 0 && sx < s.w)
+            v = src[((pl * s.d + sz) * s.h + sy) * s.w + sx];
+        if (bias) v += bias[pl % c];
+        dst[i] = v;
+    }
+}
+
+/* ---- setup ---------------------------------------------------------------------------- */
+
+static void cache_free(conv_cache *c)
+{
+    if (!c) return;
+    if (c->xd) cudnnDestroyTensorDescriptor(c->xd);
+    if (c->yd) cudnnDestroyTensorDescriptor(c->yd);
+    if (c->bd) cudnnDestroyTensorDescriptor(c->bd);
+    if (c->wd) cudnnDestroyFilterDescriptor(c->wd);
+    if (c->cd) cudnnDestroyConvolutionDescriptor(c->cd);
+    bd_cuda_scratch_free(c->tmp);
+    bd_free(c);
+}
+
+extern "C" void bd_cuda_conv_free(const bd_node *n, void *cache)
+{
+    (void)n;
+    cache_free((conv_cache *)cache);
+}
+
+/* (N, C, spatial...) as cuDNN wants it: at least 2 spatial dims (a 1-D
+ * convolution gets a leading unit dim), packed strides. */
+static braid_status set_tensor(cudnnTensorDescriptor_t d, int64_t n, int64_t c, const int64_t *sp, int nsp,
+                               bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    int nb = 2 + (nsp < 2 ? 2 : nsp), dims[5], strides[5];
+    dims[0] = (int)n;
+    dims[1] = (int)c;
+    for (int i = 2; i < nb; i++) dims[i] = 1;
+    for (int i = 0; i < nsp; i++) dims[nb - nsp + i] = (int)sp[i];
+    int64_t s = 1;
+    for (int i = nb - 1; i >= 0; i--) {
+        if (s > INT_MAX) return BD_FAIL(e, BRAID_ERR_LIMIT, "a tensor of this convolution is beyond cuDNN's 2^31 elements");
+        strides[i] = (int)s;
+        s *= dims[i];
+    }
+    BD_CUDNN_TRY(e, cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, nb, dims, strides));
+    return BRAID_OK;
+fail:
+    return st;
+}
+
+static plane3 planes_of(const int64_t *sp, int nsp)
+{
+    int64_t v[3] = {1, 1, 1};
+    for (int i = 0; i < nsp; i++) v[3 - nsp + i] = sp[i];
+    return plane3{v[0], v[1], v[2]};
+}
+
+/* Picks the first algorithm (best first) whose workspace fits and whose math
+ * obeys the TF32 setting (plain FMA first when TF32 is off; then the default
+ * math, which the FMA descriptor still restricts); IMPLICIT_GEMM (no
+ * workspace, plain FMA) when none fits. */
+template <class Perf> static int pick(const Perf *perf, int n, size_t ws, int tf32, size_t *need,
+                                      cudnnMathType_t *math, int fallback)
+{
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws) continue;
+            if (!tf32 && perf[i].mathType != (pass ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)) continue;
+            *need = perf[i].memory;
+            *math = tf32 ? perf[i].mathType : CUDNN_FMA_MATH;
+            return (int)perf[i].algo;
+        }
+    *need = 0;
+    *math = CUDNN_FMA_MATH;
+    return fallback;
+}
+
+static braid_status setup(const bd_cuda_kernel *k, conv_cache **out)
+{
+    braid_status st = BRAID_OK;
+    bd_err *e = k->err;
+    int tr = k->node->op == BD_OP_ConvTranspose;
+    const bd_tensor *b = k->n_in > 2 ? &k->in[2] : NULL;
+    conv_cache *c = (conv_cache *)bd_calloc(1, sizeof *c);
+    BD_CHECK_ALLOC(e, c);
+    BD_TRY(bd_conv_geometry(k->node, &k->in[0], &k->in[1], b, &c->g, e));
+    {
+        const bd_conv_geom &g = c->g;
+        int nsp = g.nsp, nsp2 = nsp < 2 ? 2 : nsp, nb = 2 + nsp2;
+        int sym = 1, nonneg = 1;
+        for (int i = 0; i < nsp; i++) {
+            sym &= g.pb[i] == g.pe[i];
+            nonneg &= g.pb[i] >= 0;
+        }
+        for (int i = 0; i < nsp; i++)
+            if (g.x[i] > INT_MAX || g.y[i] > INT_MAX) {
+                st = BD_FAIL(e, BRAID_ERR_LIMIT, "a spatial dim of this convolution is beyond cuDNN's int range");
+                goto fail;
+            }
+        BD_CUDNN_TRY(e, cudnnCreateTensorDescriptor(&c->xd));
+        BD_CUDNN_TRY(e, cudnnCreateTensorDescriptor(&c->yd));
+        BD_CUDNN_TRY(e, cudnnCreateTensorDescriptor(&c->bd));
+        BD_CUDNN_TRY(e, cudnnCreateFilterDescriptor(&c->wd));
+        BD_CUDNN_TRY(e, cudnnCreateConvolutionDescriptor(&c->cd));
+
+        int wdims[5], pads[3], strides[3], dil[3];
+        const bd_tensor *w = &k->in[1];
+        wdims[0] = (int)w->dims[0];
+        wdims[1] = (int)w->dims[1];
+        for (int i = 0; i < nsp2; i++) {
+            int j = i - (nsp2 - nsp); /* spatial dim of the model, or < 0 for the added unit dim */
+            wdims[2 + i] = j < 0 ? 1 : (int)g.k[j];
+            strides[i] = j < 0 ? 1 : (int)g.s[j];
+            dil[i] = j < 0 ? 1 : (int)g.d[j];
+            pads[i] = 0;
+        }
+        BD_CUDNN_TRY(e, cudnnSetFilterNdDescriptor(c->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, nb, wdims));
+
+        /* The tensors cuDNN sees: the image side may be a padded or uncropped scratch. */
+        int64_t x_sp[3], y_sp[3];
+        for (int i = 0; i < nsp; i++) x_sp[i] = g.x[i], y_sp[i] = g.y[i];
+        if (!tr) {
+            c->mode = sym ? CONV_DIRECT : CONV_PADDED;
+            for (int i = 0; i < nsp; i++) {
+                if (sym) pads[nsp2 - nsp + i] = (int)g.pb[i];
+                else x_sp[i] = g.x[i] + g.pb[i] + g.pe[i], c->off[3 - nsp + i] = g.pb[i];
+            }
+            if (c->mode == CONV_PADDED) {
+                c->img = planes_of(g.x, nsp);
+                c->tmp_img = planes_of(x_sp, nsp);
+                c->planes = g.n * g.c_in;
+            }
+        } else {
+            c->mode = sym && nonneg ? CONVT_DIRECT : CONVT_CROPPED;
+            for (int i = 0; i < nsp; i++) {
+                if (c->mode == CONVT_DIRECT) {
+                    pads[nsp2 - nsp + i] = (int)g.pb[i];
+                } else {
+                    y_sp[i] = g.s[i] * (g.x[i] - 1) + (g.k[i] - 1) * g.d[i] + 1; /* uncropped, no output_padding */
+                    c->off[3 - nsp + i] = -g.pb[i];
+                }
+            }
+        }
+        BD_CUDNN_TRY(e, cudnnSetConvolutionNdDescriptor(c->cd, nsp2, pads, strides, dil, CUDNN_CROSS_CORRELATION,
+                                                        CUDNN_DATA_FLOAT));
+        BD_CUDNN_TRY(e, cudnnSetConvolutionGroupCount(c->cd, (int)g.group));
+        BD_CUDNN_TRY(e, cudnnSetConvolutionMathType(c->cd, k->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+        if (!tr) {
+            BD_TRY(set_tensor(c->xd, g.n, g.c_in, x_sp, nsp, e));
+            BD_TRY(set_tensor(c->yd, g.n, g.c_out, y_sp, nsp, e));
+        } else {
+            /* Backward data of the forward conv y -> x: dy is x, dx is y. */
+            BD_TRY(set_tensor(c->xd, g.n, g.c_in, x_sp, nsp, e));
+            BD_TRY(set_tensor(c->yd, g.n, g.c_out, y_sp, nsp, e));
+        }
+        if (c->mode == CONVT_DIRECT) {
+            /* cuDNN derives the forward output (our x) from y; it must agree. */
+            int od[5];
+            BD_CUDNN_TRY(e, cudnnGetConvolutionNdForwardOutputDim(c->cd, c->yd, c->wd, nb, od));
+            int agree = od[1] == (int)g.c_in;
+            for (int i = 0; i < nsp; i++) agree &= od[nb - nsp + i] == (int)g.x[i];
+            if (!agree) { /* output_padding beyond what cuDNN infers: crop instead */
+                c->mode = CONVT_CROPPED;
+                for (int i = 0; i < nsp2; i++) pads[i] = 0;
+                for (int i = 0; i < nsp; i++) {
+                    y_sp[i] = g.s[i] * (g.x[i] - 1) + (g.k[i] - 1) * g.d[i] + 1;
+                    c->off[3 - nsp + i] = -g.pb[i];
+                }
+                BD_CUDNN_TRY(e, cudnnSetConvolutionNdDescriptor(c->cd, nsp2, pads, strides, dil,
+                                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+                BD_TRY(set_tensor(c->yd, g.n, g.c_out, y_sp, nsp, e));
+            }
+        }
+        if (c->mode == CONVT_CROPPED) {
+            c->img = planes_of(y_sp, nsp);   /* source of the crop: the uncropped output */
+            c->tmp_img = planes_of(g.y, nsp); /* destination: the real output */
+            c->planes = g.n * g.c_out;
+        }
+        if (!tr) {
+            int od[5];
+            BD_CUDNN_TRY(e, cudnnGetConvolutionNdForwardOutputDim(c->cd, c->xd, c->wd, nb, od));
+            for (int i = 0; i < nsp; i++)
+                if (od[nb - nsp + i] != (int)g.y[i]) {
+                    st = BD_FAIL(e, BRAID_ERR_INTERNAL, "cuDNN computes output dim %d = %d where braid "
+                                 "computes %lld", i, od[nb - nsp + i], (long long)g.y[i]);
+                    goto fail;
+                }
+        }
+        /* Bias: (1, C_out, 1, ...) */
+        {
+            int bdims[5], bstr[5];
+            for (int i = 0; i < nb; i++) bdims[i] = 1;
+            bdims[1] = (int)g.c_out;
+            for (int i = 0; i < nb; i++) bstr[i] = i <= 1 ? (i == 0 ? (int)g.c_out : 1) : 1;
+            BD_CUDNN_TRY(e, cudnnSetTensorNdDescriptor(c->bd, CUDNN_DATA_FLOAT, nb, bdims, bstr));
+        }
+        /* Scratch for padding or cropping. */
+        if (c->mode == CONV_PADDED || c->mode == CONVT_CROPPED) {
+            plane3 t = c->mode == CONV_PADDED ? c->tmp_img : c->img;
+            c->tmp_bytes = (size_t)(c->planes * t.d * t.h * t.w) * sizeof(float);
+            cudaError_t ce = bd_cuda_scratch_alloc(&c->tmp, c->tmp_bytes);
+            if (ce != cudaSuccess) {
+                st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "cannot allocate %.1f MiB of scratch for the "
+                             "convolution's padding: %s", (double)c->tmp_bytes / 1048576.0, cudaGetErrorString(ce));
+                goto fail;
+            }
+        }
+        /* The algorithm, once. */
+        int got = 0;
+        cudnnMathType_t math = CUDNN_FMA_MATH;
+        if (!tr) {
+            cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+            BD_CUDNN_TRY(e, cudnnGetConvolutionForwardAlgorithm_v7(k->cudnn, c->xd, c->wd, c->cd, c->yd,
+                                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+            c->fwd_algo = pick(perf, got, k->workspace_size, k->allow_tf32, &c->ws_need, &math,
+                               (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
+        } else {
+            cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+            BD_CUDNN_TRY(e, cudnnGetConvolutionBackwardDataAlgorithm_v7(k->cudnn, c->wd, c->xd, c->cd, c->yd,
+                                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
+            c->bwd_algo = pick(perf, got, k->workspace_size, k->allow_tf32, &c->ws_need, &math,
+                               (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_0);
+        }
+        BD_CUDNN_TRY(e, cudnnSetConvolutionMathType(c->cd, math));
+    }
+    *out = c;
+    return BRAID_OK;
+fail:
+    cache_free(c);
+    return st;
+}
+
+/* ---- the launcher ------------------------------------------------------------------- */
+
+extern "C" braid_status bd_cuda_conv(const bd_cuda_kernel *k)
+{
+    braid_status st = BRAID_OK;
+    bd_err *e = k->err;
+    if (k->node->op != BD_OP_Conv && k->node->op != BD_OP_ConvTranspose)
+        return BD_FAIL(e, BRAID_ERR_INTERNAL, "op %s is not in the conv family", k->node->op_type);
+    if (k->in[0].dtype != BRAID_DTYPE_FLOAT)
+        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "the CUDA %s runs float tensors, not %s", k->node->op_type,
+                       bd_dtype_name(k->in[0].dtype));
+    if (bd_numel(&k->out[0]) == 0) return BRAID_OK;
+    if (bd_numel(&k->in[0]) == 0 || bd_numel(&k->in[1]) == 0)
+        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "the CUDA %s does not run empty inputs", k->node->op_type);
+    conv_cache *c = (conv_cache *)*k->cache;
+    if (!c) {
+        BD_TRY(setup(k, &c));
+        *k->cache = c;
+    }
+    {
+        const float one = 1.0f, zero = 0.0f;
+        const float *x = (const float *)k->in[0].data, *w = (const float *)k->in[1].data;
+        const float *bias = k->n_in > 2 && k->in[2].data ? (const float *)k->in[2].data : NULL;
+        float *y = (float *)k->out[0].data;
+        const plane3 &a = c->img, &t = c->tmp_img;
+        switch (c->mode) {
+        case CONV_DIRECT:
+        case CONV_PADDED: {
+            const float *src = x;
+            if (c->mode == CONV_PADDED) {
+                int64_t n = c->planes * t.d * t.h * t.w;
+                shift_copy<<<bd_cu_grid(n), BD_CU_BLOCK, 0, k->stream>>>(x, (float *)c->tmp, c->planes, a, t, c->off[0],
+                                                                        c->off[1], c->off[2], NULL, 1);
+                BD_CU_CHECK_LAUNCH(k, "the convolution's padding kernel");
+                src = (const float *)c->tmp;
+            }
+            BD_CUDNN_TRY(e, cudnnConvolutionForward(k->cudnn, &one, c->xd, src, c->wd, w, c->cd,
+                                                    (cudnnConvolutionFwdAlgo_t)c->fwd_algo, k->workspace,
+                                                    c->ws_need, &zero, c->yd, y));
+            if (bias) BD_CUDNN_TRY(e, cudnnAddTensor(k->cudnn, &one, c->bd, bias, &one, c->yd, y));
+            break;
+        }
+        case CONVT_DIRECT:
+            BD_CUDNN_TRY(e, cudnnConvolutionBackwardData(k->cudnn, &one, c->wd, w, c->xd, x, c->cd,
+                                                         (cudnnConvolutionBwdDataAlgo_t)c->bwd_algo, k->workspace,
+                                                         c->ws_need, &zero, c->yd, y));
+            if (bias) BD_CUDNN_TRY(e, cudnnAddTensor(k->cudnn, &one, c->bd, bias, &one, c->yd, y));
+            break;
+        case CONVT_CROPPED: {
+            BD_CUDNN_TRY(e, cudnnConvolutionBackwardData(k->cudnn, &one, c->wd, w, c->xd, x, c->cd,
+                                                         (cudnnConvolutionBwdDataAlgo_t)c->bwd_algo, k->workspace,
+                                                         c->ws_need, &zero, c->yd, c->tmp));
+            int64_t n = c->planes * t.d * t.h * t.w;
+            shift_copy<<<bd_cu_grid(n), BD_CU_BLOCK, 0, k->stream>>>((const float *)c->tmp, y, c->planes, a, t,
+                                                                    c->off[0], c->off[1], c->off[2], bias,
+                                                                    c->g.c_out);
+            BD_CU_CHECK_LAUNCH(k, "the transposed convolution's crop kernel");
+            break;
+        }
+        }
+    }
+    return BRAID_OK;
+fail:
+    return st;
+}

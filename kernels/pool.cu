@@ -1,0 +1,184 @@
+/* pool.cu: CUDA kernels of the pool op family on fp32, mirroring
+ * src/backend/cpu/ops/pool.c: MaxPool (with optional Indices), AveragePool,
+ * GlobalAveragePool and GlobalMaxPool, NC + 1-3 spatial dims. Windows run as
+ * 3-D ones with unit leading dims, one output element per thread; global
+ * pools reduce one plane per block. */
+#include <float.h>
+
+#include "common.cuh"
+
+extern "C" {
+#include "ops/pool.h"
+}
+
+/* The 3-D window geometry, passed by value. */
+struct pool_geom {
+    int64_t L[3], O[3], K[3], S[3], DL[3], PB[3], PE[3];
+    int64_t planes;
+    int avg, cip, col;
+};
+
+/* Axis a at output position o: the first valid input index of the window,
+ * how many taps fall inside the input, and how many inside input plus its
+ * explicit pads (count_include_pad's divisor). */
+__device__ __forceinline__ void pool_axis(const pool_geom &g, int a, int64_t o, int64_t *first,
+                                          int64_t *count, int64_t *npad)
+{
+    int64_t L = g.L[a], k = g.K[a], dl = g.DL[a], pe = g.PE[a];
+    int64_t start = o * g.S[a] - g.PB[a];
+    int64_t j0 = start >= 0 ? 0 : (-start + dl - 1) / dl;
+    int64_t j1 = L - 1 - start >= 0 ? min(k, (L - 1 - start) / dl + 1) : 0;
+    int64_t jp = L + pe - start > 0 ? min(k, (L + pe - start + dl - 1) / dl) : 0;
+    *first = start + j0 * dl;
+    *count = j1 > j0 ? j1 - j0 : 0;
+    *npad = jp;
+}
+
+__global__ void k_pool(const float *__restrict__ x, float *__restrict__ y, int64_t *__restrict__ ind,
+                       pool_geom g)
+{
+    const int64_t D = g.L[0], H = g.L[1], W = g.L[2];
+    const int64_t dd = g.DL[0], dh = g.DL[1], dw = g.DL[2];
+    const int64_t isz = D * H * W, osz = g.O[0] * g.O[1] * g.O[2];
+    BD_CU_LOOP(e, g.planes * osz)
+    {
+        int64_t pl = e / osz, r = e - pl * osz;
+        int64_t ow = r % g.O[2], oh = (r / g.O[2]) % g.O[1], od = r / (g.O[2] * g.O[1]);
+        int64_t fd, cd, nd, fh, ch, nh, fw, cw, nw;
+        pool_axis(g, 0, od, &fd, &cd, &nd);
+        pool_axis(g, 1, oh, &fh, &ch, &nh);
+        pool_axis(g, 2, ow, &fw, &cw, &nw);
+        const float *xp = x + pl * isz;
+        if (g.avg) {
+            float sum = 0;
+            for (int64_t a = 0; a < cd; a++)
+                for (int64_t b = 0; b < ch; b++) {
+                    const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
+                    for (int64_t c = 0; c < cw; c++) sum += row[c * dw];
+                }
+            int64_t div = g.cip ? nd * nh * nw : cd * ch * cw;
+            y[e] = div > 0 ? sum / (float)div : 0.0f;
+        } else if (!ind) {
+            float m = -FLT_MAX;
+            for (int64_t a = 0; a < cd; a++)
+                for (int64_t b = 0; b < ch; b++) {
+                    const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
+                    for (int64_t c = 0; c < cw; c++) m = row[c * dw] > m ? row[c * dw] : m;
+                }
+            y[e] = m;
+        } else {
+            float m = -FLT_MAX;
+            int64_t bd = -1, bh = 0, bw = 0;
+            for (int64_t a = 0; a < cd; a++)
+                for (int64_t b = 0; b < ch; b++) {
+                    const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
+                    for (int64_t c = 0; c < cw; c++)
+                        if (row[c * dw] > m || bd < 0) {
+                            m = row[c * dw];
+                            bd = fd + a * dd, bh = fh + b * dh, bw = fw + c * dw;
+                        }
+                }
+            y[e] = m;
+            /* Flattened over (N, C, spatial), row- or column-major spatially. */
+            ind[e] = bd < 0 ? -1 : pl * isz + (g.col ? bd + bh * D + bw * D * H : (bd * H + bh) * W + bw);
+        }
+    }
+}
+
+/* One block per plane (grid-stride over planes). */
+__global__ void k_global_pool(const float *__restrict__ x, float *__restrict__ y, int64_t planes,
+                              int64_t size, int avg)
+{
+    __shared__ float sh[32];
+    for (int64_t pl = blockIdx.x; pl < planes; pl += gridDim.x) {
+        const float *xp = x + pl * size;
+        float v;
+        if (avg) {
+            float sum = 0;
+            for (int64_t i = threadIdx.x; i < size; i += blockDim.x) sum += xp[i];
+            v = bd_cu_block_sum(sum, sh);
+            v = size > 0 ? v / (float)size : 0.0f;
+        } else {
+            float m = -FLT_MAX;
+            for (int64_t i = threadIdx.x; i < size; i += blockDim.x) m = xp[i] > m ? xp[i] : m;
+            v = bd_cu_block_max(m, -FLT_MAX, sh);
+        }
+        if (threadIdx.x == 0) y[pl] = v;
+    }
+}
+
+static braid_status window_pool(const bd_cuda_kernel *k)
+{
+    const bd_node *n = k->node;
+    const bd_pool_params *p = (const bd_pool_params *)n->params;
+    bd_pool_geom pg;
+    braid_status st = bd_pool_geometry(n, &k->in[0], &pg, k->err);
+    if (st) return st;
+    pool_geom g;
+    int off = BD_POOL_MAX_SPATIAL - pg.nsp;
+    for (int i = 0; i < 3; i++) {
+        g.L[i] = g.O[i] = g.K[i] = g.S[i] = g.DL[i] = 1;
+        g.PB[i] = g.PE[i] = 0;
+    }
+    for (int i = 0; i < pg.nsp; i++) {
+        g.L[off + i] = pg.in[i];
+        g.O[off + i] = pg.out[i];
+        g.K[off + i] = p->kernel[i];
+        g.S[off + i] = p->strides[i];
+        g.DL[off + i] = p->dilations[i];
+        g.PB[off + i] = pg.pad_begin[i];
+        g.PE[off + i] = pg.pad_end[i];
+    }
+    for (int i = off; i < 3; i++)
+        if (g.O[i] != k->out[0].dims[2 + i - off])
+            return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "output dim %d is %lld, the window gives %lld",
+                           2 + i - off, (long long)k->out[0].dims[2 + i - off], (long long)g.O[i]);
+    g.planes = k->in[0].dims[0] * k->in[0].dims[1];
+    g.avg = n->op == BD_OP_AveragePool;
+    g.cip = p->count_include_pad;
+    g.col = p->storage_order == 1;
+    int64_t total = g.planes * g.O[0] * g.O[1] * g.O[2];
+    if (total <= 0) return BRAID_OK;
+    int64_t *ind = n->op == BD_OP_MaxPool && k->n_out > 1 ? (int64_t *)k->out[1].data : NULL;
+    k_pool<<<bd_cu_grid(total), BD_CU_BLOCK, 0, k->stream>>>((const float *)k->in[0].data,
+                                                             (float *)k->out[0].data, ind, g);
+    BD_CU_CHECK_LAUNCH(k, "the pool kernel");
+    return BRAID_OK;
+}
+
+static braid_status global_pool(const bd_cuda_kernel *k)
+{
+    const bd_tensor *xt = &k->in[0];
+    const int64_t planes = xt->dims[0] * xt->dims[1];
+    int64_t size = 1;
+    for (int i = 2; i < xt->rank; i++) size *= xt->dims[i];
+    if (planes <= 0) return BRAID_OK;
+    int block = size >= 1024 ? 256 : size >= 128 ? 128 : 32;
+    unsigned grid = (unsigned)(planes < 65535LL * 16 ? planes : 65535LL * 16);
+    k_global_pool<<<grid, block, 0, k->stream>>>((const float *)xt->data, (float *)k->out[0].data,
+                                                 planes, size, k->node->op == BD_OP_GlobalAveragePool);
+    BD_CU_CHECK_LAUNCH(k, "the global pool kernel");
+    return BRAID_OK;
+}
+
+extern "C" braid_status bd_cuda_pool(const bd_cuda_kernel *k)
+{
+    if (k->in[0].dtype != BRAID_DTYPE_FLOAT)
+        return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op %s with dtype %s is not implemented on CUDA",
+                       k->node->op_type, bd_dtype_name(k->in[0].dtype));
+    switch (k->node->op) {
+    case BD_OP_MaxPool:
+    case BD_OP_AveragePool: return window_pool(k);
+    case BD_OP_GlobalAveragePool:
+    case BD_OP_GlobalMaxPool: return global_pool(k);
+    default:
+        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the pool family",
+                       k->node->op_type);
+    }
+}
+
+extern "C" void bd_cuda_pool_free(const bd_node *n, void *cache)
+{
+    (void)n;
+    (void)cache;
+}

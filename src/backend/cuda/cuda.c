@@ -1,0 +1,343 @@
+/* cuda.c: the CUDA backend's session half: the device probe, the pool of
+ * non-blocking streams with a cuDNN handle, a cuBLAS handle and a workspace
+ * each, every initializer uploaded once into one allocation, and the counted
+ * creation of every stream, event, handle and allocation. The plan half
+ * (arena, events, managed I/O, the enqueue walk, CUDA graphs) is cuda_plan.c. */
+#include <string.h>
+
+#include "backend/cuda/cuda_backend.h"
+
+#define POOL_DEFAULT 8                 /* streams made with the session when max_streams is automatic */
+#define WORKSPACE_BYTES (64u << 20)    /* per stream, for cuDNN and the kernels */
+#define CUBLAS_WORKSPACE_BYTES (4u << 20)
+#define WEIGHT_ALIGN 256
+
+static bd_cuda_live g_live; /* the process's live objects */
+
+void bd_cu_count_field(cuda_state *s, size_t offset, long delta)
+{
+    __atomic_add_fetch((long *)((char *)&g_live + offset), delta, __ATOMIC_RELAXED);
+    if (s) __atomic_add_fetch((long *)((char *)&s->live + offset), delta, __ATOMIC_RELAXED);
+}
+
+static void load_counts(const bd_cuda_live *src, bd_cuda_live *c)
+{
+    c->streams = __atomic_load_n(&src->streams, __ATOMIC_RELAXED);
+    c->events = __atomic_load_n(&src->events, __ATOMIC_RELAXED);
+    c->cudnn = __atomic_load_n(&src->cudnn, __ATOMIC_RELAXED);
+    c->cublas = __atomic_load_n(&src->cublas, __ATOMIC_RELAXED);
+    c->allocs = __atomic_load_n(&src->allocs, __ATOMIC_RELAXED);
+    c->graphs = __atomic_load_n(&src->graphs, __ATOMIC_RELAXED);
+}
+
+void bd_cuda_global_counts(bd_cuda_live *c) { load_counts(&g_live, c); }
+
+void bd_cuda_session_counts(const void *state, bd_cuda_live *c)
+{
+    memset(c, 0, sizeof *c);
+    if (state) load_counts(&((const cuda_state *)state)->live, c);
+}
+
+void bd_cuda_counts(void *state, long *streams_live, long *events_live)
+{
+    bd_cuda_live c;
+    bd_cuda_session_counts(state, &c);
+    if (streams_live) *streams_live = c.streams;
+    if (events_live) *events_live = c.events;
+}
+
+/* ---- counted objects ------------------------------------------------------------ */
+
+static double mib(size_t n) { return (double)n / (1024.0 * 1024.0); }
+
+braid_status bd_cu_malloc(cuda_state *s, void **p, size_t n, bd_err *e)
+{
+    *p = NULL;
+    cudaError_t ce = cudaMalloc(p, n ? n : 1);
+    if (ce != cudaSuccess) {
+        *p = NULL;
+        cudaGetLastError(); /* an allocation failure is not sticky: clear it */
+        return BD_FAIL(e, ce == cudaErrorMemoryAllocation ? BRAID_ERR_OUT_OF_MEMORY : BRAID_ERR_DEVICE,
+                       "cannot allocate %.1f MiB of device memory: %s", mib(n), cudaGetErrorString(ce));
+    }
+    BD_CU_COUNT(s, allocs, 1);
+    return BRAID_OK;
+}
+
+braid_status bd_cu_malloc_managed(cuda_state *s, void **p, size_t n, bd_err *e)
+{
+    *p = NULL;
+    cudaError_t ce = cudaMallocManaged(p, n ? n : 1, cudaMemAttachGlobal);
+    if (ce != cudaSuccess) {
+        *p = NULL;
+        cudaGetLastError();
+        return BD_FAIL(e, ce == cudaErrorMemoryAllocation ? BRAID_ERR_OUT_OF_MEMORY : BRAID_ERR_DEVICE,
+                       "cannot allocate %.1f MiB of managed (host-shared) memory: %s", mib(n),
+                       cudaGetErrorString(ce));
+    }
+    BD_CU_COUNT(s, allocs, 1);
+    return BRAID_OK;
+}
+
+void bd_cu_free(cuda_state *s, void *p)
+{
+    if (!p) return;
+    cudaFree(p);
+    BD_CU_COUNT(s, allocs, -1);
+}
+
+cudaError_t bd_cuda_scratch_alloc(void **p, size_t n)
+{
+    cudaError_t ce = cudaMalloc(p, n ? n : 1);
+    if (ce == cudaSuccess) BD_CU_COUNT(NULL, allocs, 1);
+    else { *p = NULL; cudaGetLastError(); }
+    return ce;
+}
+
+void bd_cuda_scratch_free(void *p) { bd_cu_free(NULL, p); }
+
+braid_status bd_cu_event_create(cuda_state *s, cudaEvent_t *ev, int timing, bd_err *e)
+{
+    cudaError_t ce = cudaEventCreateWithFlags(ev, timing ? cudaEventDefault : cudaEventDisableTiming);
+    if (ce != cudaSuccess) {
+        *ev = NULL;
+        return BD_FAIL(e, BRAID_ERR_DEVICE, "cudaEventCreateWithFlags failed: %s", cudaGetErrorString(ce));
+    }
+    BD_CU_COUNT(s, events, 1);
+    return BRAID_OK;
+}
+
+void bd_cu_event_destroy(cuda_state *s, cudaEvent_t ev)
+{
+    if (!ev) return;
+    cudaEventDestroy(ev);
+    BD_CU_COUNT(s, events, -1);
+}
+
+/* ---- the probe ------------------------------------------------------------------- */
+
+int bd_cuda_probe(char *why, size_t n)
+{
+    int count = 0;
+    cudaError_t ce = cudaGetDeviceCount(&count);
+    if (ce != cudaSuccess) {
+        cudaGetLastError();
+        if (!why || !n) return 0;
+        if (ce == cudaErrorInsufficientDriver)
+            snprintf(why, n, "no NVIDIA driver is loaded, or it is older than CUDA runtime %d.%d needs (%s)",
+                     CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, cudaGetErrorString(ce));
+        else
+            snprintf(why, n, "%s", cudaGetErrorString(ce));
+        return 0;
+    }
+    if (count < 1) {
+        if (why && n) snprintf(why, n, "the CUDA runtime reports no devices");
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- the stream pool ------------------------------------------------------------- */
+
+static void stream_destroy(cuda_state *s, cuda_stream *cs)
+{
+    if (cs->s) cudaStreamSynchronize(cs->s);
+    if (cs->dnn) { cudnnDestroy(cs->dnn); BD_CU_COUNT(s, cudnn, -1); }
+    if (cs->blas) { cublasDestroy(cs->blas); BD_CU_COUNT(s, cublas, -1); }
+    bd_cu_free(s, cs->ws);
+    if (cs->s) { cudaStreamDestroy(cs->s); BD_CU_COUNT(s, streams, -1); }
+    memset(cs, 0, sizeof *cs);
+}
+
+/* A stream, its cuDNN and cuBLAS handles bound to it, and its workspace (the
+ * last CUBLAS_WORKSPACE_BYTES of which go to cuBLAS, so that it never
+ * allocates while a CUDA graph is being captured). */
+static braid_status stream_make(cuda_state *s, cuda_stream *cs, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    memset(cs, 0, sizeof *cs);
+    BD_CUDA_TRY(e, cudaStreamCreateWithFlags(&cs->s, cudaStreamNonBlocking));
+    BD_CU_COUNT(s, streams, 1);
+    BD_CUDNN_TRY(e, cudnnCreate(&cs->dnn));
+    BD_CU_COUNT(s, cudnn, 1);
+    BD_CUDNN_TRY(e, cudnnSetStream(cs->dnn, cs->s));
+    BD_CUBLAS_TRY(e, cublasCreate(&cs->blas));
+    BD_CU_COUNT(s, cublas, 1);
+    BD_CUBLAS_TRY(e, cublasSetStream(cs->blas, cs->s));
+    BD_CUBLAS_TRY(e, cublasSetMathMode(cs->blas, s->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    BD_TRY(bd_cu_malloc(s, &cs->ws, WORKSPACE_BYTES + CUBLAS_WORKSPACE_BYTES, e));
+    cs->ws_size = WORKSPACE_BYTES;
+    BD_CUBLAS_TRY(e, cublasSetWorkspace(cs->blas, (char *)cs->ws + WORKSPACE_BYTES, CUBLAS_WORKSPACE_BYTES));
+    return BRAID_OK;
+fail:
+    stream_destroy(s, cs);
+    return st;
+}
+
+braid_status bd_cu_pool_grow(cuda_state *s, int n, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    if (n <= s->n_streams) return BRAID_OK;
+    cuda_stream *pool = bd_realloc(s->streams, (size_t)n * sizeof *pool);
+    BD_CHECK_ALLOC(e, pool);
+    s->streams = pool;
+    while (s->n_streams < n) {
+        BD_TRY(stream_make(s, &s->streams[s->n_streams], e));
+        s->n_streams++;
+    }
+    return BRAID_OK;
+fail:
+    return st;
+}
+
+/* ---- host-shared input buffers ---------------------------------------------------- */
+
+static braid_status cuda_alloc_shared(void *state, size_t bytes, void **out, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    cuda_state *s = state;
+    size_t free_b = 0, total_b = 0;
+    *out = NULL;
+    BD_CUDA_TRY(e, cudaSetDevice(s->device));
+    BD_CUDA_TRY(e, cudaMemGetInfo(&free_b, &total_b));
+    if (bytes > free_b) {
+        st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "an input buffer of %.1f MiB of host-shared (managed) memory "
+                     "is more than the %.1f MiB CUDA device %d has free", mib(bytes), mib(free_b), s->device);
+        goto fail;
+    }
+    if (s->n_shared == s->cap_shared) {
+        int cap = s->cap_shared ? 2 * s->cap_shared : 8;
+        struct shared_buf *t = bd_realloc(s->shared, (size_t)cap * sizeof *t);
+        BD_CHECK_ALLOC(e, t);
+        s->shared = t;
+        s->cap_shared = cap;
+    }
+    BD_TRY(bd_cu_malloc_managed(s, out, bytes, e));
+    s->shared[s->n_shared].p = *out;
+    s->shared[s->n_shared++].n = bytes;
+    return BRAID_OK;
+fail:
+    return st;
+}
+
+static void cuda_free_shared(void *state, void *p)
+{
+    cuda_state *s = state;
+    for (int i = 0; i < s->n_shared; i++)
+        if (s->shared[i].p == p) {
+            cudaSetDevice(s->device);
+            for (int t = 0; t < s->n_streams; t++) cudaStreamSynchronize(s->streams[t].s);
+            bd_cu_free(s, p);
+            s->shared[i] = s->shared[--s->n_shared];
+            return;
+        }
+}
+
+int bd_cu_is_shared(const cuda_state *s, const void *p, size_t n)
+{
+    for (int i = 0; i < s->n_shared; i++) {
+        const char *b = s->shared[i].p;
+        if ((const char *)p >= b && (const char *)p + n <= b + s->shared[i].n) return 1;
+    }
+    return 0;
+}
+
+/* ---- the session ----------------------------------------------------------------- */
+
+static void cuda_close(void *state)
+{
+    cuda_state *s = state;
+    if (!s) return;
+    cudaSetDevice(s->device);
+    for (int i = 0; i < s->n_streams; i++) stream_destroy(s, &s->streams[i]);
+    bd_free(s->streams);
+    bd_cu_free(s, s->weights);
+    for (int i = 0; i < s->n_shared; i++) bd_cu_free(s, s->shared[i].p); /* the API frees them first */
+    bd_free(s->shared);
+    bd_free(s->weight_off);
+    bd_free(s);
+}
+
+/* Every initializer (and Constant output) goes into one device allocation: a
+ * table of aligned offsets, one cudaMalloc, one copy each. */
+static braid_status upload_weights(cuda_state *s, const bd_graph *g, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    s->weight_off = bd_malloc(((size_t)g->n_values + 1) * sizeof *s->weight_off);
+    BD_CHECK_ALLOC(e, s->weight_off);
+    size_t total = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        const bd_value *val = &g->values[v];
+        s->weight_off[v] = SIZE_MAX;
+        if (!(val->flags & BD_VAL_CONST) || !val->data || val->rank < 0) continue;
+        bd_tensor t = {.dtype = val->dtype, .rank = val->rank};
+        memcpy(t.dims, val->dims, sizeof t.dims);
+        size_t bytes;
+        BD_TRY(bd_tensor_nbytes(&t, &bytes, e));
+        if (!bytes) continue;
+        s->weight_off[v] = total;
+        total += BD_CEIL_DIV(bytes, WEIGHT_ALIGN) * WEIGHT_ALIGN;
+    }
+    s->weights_size = total;
+    if (!total) return BRAID_OK;
+    st = bd_cu_malloc(s, &s->weights, total, e);
+    if (st) { bd_err_prefix(e, "uploading the weights: "); goto fail; }
+    for (int v = 0; v < g->n_values; v++) {
+        if (s->weight_off[v] == SIZE_MAX) continue;
+        const bd_value *val = &g->values[v];
+        bd_tensor t = {.dtype = val->dtype, .rank = val->rank};
+        memcpy(t.dims, val->dims, sizeof t.dims);
+        size_t bytes;
+        BD_TRY(bd_tensor_nbytes(&t, &bytes, e));
+        BD_CUDA_TRY(e, cudaMemcpy((char *)s->weights + s->weight_off[v], val->data, bytes, cudaMemcpyHostToDevice));
+    }
+    return BRAID_OK;
+fail:
+    return st;
+}
+
+static braid_status cuda_open(const bd_graph *g, const bd_exec_opts *o, void **state, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    int count = 0, cma = 0;
+    cuda_state *s = bd_calloc(1, sizeof *s);
+    if (!s) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    cudaError_t ce = cudaGetDeviceCount(&count);
+    if (ce != cudaSuccess || count < 1) {
+        cudaGetLastError();
+        st = BD_FAIL(e, BRAID_ERR_NO_DEVICE, "no CUDA device answers: %s",
+                     ce != cudaSuccess ? cudaGetErrorString(ce) : "the runtime reports no devices");
+        goto fail;
+    }
+    if (o->device < 0 || o->device >= count) {
+        st = BD_FAIL(e, BRAID_ERR_NO_DEVICE, "CUDA device %d was asked for but this machine has %d (0 to %d)",
+                     o->device, count, count - 1);
+        goto fail;
+    }
+    s->device = o->device;
+    s->cuda_graph = o->cuda_graph;
+    s->profile = o->profile;
+    s->allow_tf32 = o->allow_tf32;
+    BD_CUDA_TRY(e, cudaSetDevice(s->device));
+    BD_CUDA_TRY(e, cudaDeviceGetAttribute(&cma, cudaDevAttrConcurrentManagedAccess, s->device));
+    s->concurrent_managed = cma;
+    BD_TRY(bd_cu_pool_grow(s, o->max_streams > 0 ? o->max_streams : POOL_DEFAULT, e));
+    BD_TRY(upload_weights(s, g, e));
+    *state = s;
+    return BRAID_OK;
+fail:
+    cuda_close(s);
+    return st;
+}
+
+const bd_backend bd_backend_cuda = {
+    .name = "cuda",
+    .open = cuda_open,
+    .close = cuda_close,
+    .prepare = bd_cuda_plan_prepare,
+    .release = bd_cuda_plan_release,
+    .run = bd_cuda_plan_run,
+    .alloc_shared = cuda_alloc_shared,
+    .free_shared = cuda_free_shared,
+    .counts = bd_cuda_counts,
+};

@@ -1,0 +1,73 @@
+/* cuda_backend.h: the CUDA backend's internals shared by its files (session
+ * state, per-stream handles, counted creation of streams, events, handles and
+ * allocations), and the counters that tests read to check that every object
+ * a session creates is destroyed. */
+#ifndef BD_CUDA_BACKEND_H
+#define BD_CUDA_BACKEND_H
+
+#include <stddef.h>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_ops.h"
+
+/* Live objects (created minus destroyed). */
+typedef struct bd_cuda_live {
+    long streams, events, cudnn, cublas, allocs, graphs;
+} bd_cuda_live;
+
+/* The objects one session (the backend state of bd_backend_cuda.open) holds
+ * now, its plans included. */
+void bd_cuda_session_counts(const void *state, bd_cuda_live *c);
+/* Short form: streams and events of one session. */
+void bd_cuda_counts(void *state, long *streams_live, long *events_live);
+/* Every object of the process (all sessions, kernel caches included): zero
+ * once every session is destroyed. */
+void bd_cuda_global_counts(bd_cuda_live *c);
+
+/* One pool stream with the handles bound to it. */
+typedef struct cuda_stream {
+    cudaStream_t s;
+    cudnnHandle_t dnn;
+    cublasHandle_t blas;
+    void *ws;          /* kernels' scratch: ws_size bytes, then cuBLAS's own workspace */
+    size_t ws_size;
+} cuda_stream;
+
+typedef struct cuda_state {
+    int device;
+    int cuda_graph, profile, allow_tf32;
+    int concurrent_managed; /* the device can prefetch and share managed memory */
+    cuda_stream *streams;   /* the pool; a plan's stream s runs on streams[s] */
+    int n_streams;
+    void *weights;          /* every initializer, one allocation */
+    size_t weights_size;
+    size_t *weight_off;     /* per value: offset in weights, or SIZE_MAX */
+    bd_cuda_live live;    /* this session's live objects */
+    struct shared_buf { void *p; size_t n; } *shared; /* the caller's host-shared input buffers */
+    int n_shared, cap_shared;
+} cuda_state;
+
+/* 1 when [p, p + n) lies in one of the session's host-shared buffers. */
+int bd_cu_is_shared(const cuda_state *s, const void *p, size_t n);
+
+/* Counted creation and destruction; s may be NULL (kernel caches count in
+ * the process totals only). Failures return BRAID_ERR_DEVICE (or
+ * OUT_OF_MEMORY for allocations) with the CUDA error in the message. */
+braid_status bd_cu_malloc(cuda_state *s, void **p, size_t n, bd_err *e);
+braid_status bd_cu_malloc_managed(cuda_state *s, void **p, size_t n, bd_err *e);
+void bd_cu_free(cuda_state *s, void *p);
+braid_status bd_cu_event_create(cuda_state *s, cudaEvent_t *ev, int timing, bd_err *e);
+void bd_cu_event_destroy(cuda_state *s, cudaEvent_t ev);
+/* Grows the stream pool to n streams (each with its handles and workspace). */
+braid_status bd_cu_pool_grow(cuda_state *s, int n, bd_err *e);
+
+/* The plan half of the backend (cuda_plan.c). */
+braid_status bd_cuda_plan_prepare(void *state, bd_prepared *p, bd_err *e);
+void bd_cuda_plan_release(void *state, bd_prepared *p);
+braid_status bd_cuda_plan_run(void *state, bd_prepared *p, const bd_tensor *inputs, bd_err *e);
+
+#define BD_CU_COUNT(s, field, d)                                                                  \
+    bd_cu_count_field((s), offsetof(bd_cuda_live, field), (d))
+void bd_cu_count_field(cuda_state *s, size_t offset, long delta);
+
+#endif
