@@ -130,6 +130,9 @@ braid_status braid_options_set_max_streams(braid_options *o, int n);
 /* 0 = all cores. */
 braid_status braid_options_set_threads(braid_options *o, int n);
 braid_status braid_options_set_cuda_graph(braid_options *o, int enable);
+/* Lets cuBLAS and cuDNN use TF32 tensor cores for fp32 work (faster, about
+ * 1e-3 relative error). Off unless asked. */
+braid_status braid_options_set_tf32(braid_options *o, int enable);
 /* Chrome trace-event JSON written at session destruction; NULL turns it off. */
 braid_status braid_options_set_profile(braid_options *o, const char *path);
 

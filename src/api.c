@@ -208,6 +208,12 @@ braid_status braid_options_set_cuda_graph(braid_options *o, int enable)
     o->x.cuda_graph = enable != 0;
     return BRAID_OK;
 }
+braid_status braid_options_set_tf32(braid_options *o, int enable)
+{
+    OPT_CHECK(o, 1, "");
+    o->x.allow_tf32 = enable != 0;
+    return BRAID_OK;
+}
 braid_status braid_options_set_profile(braid_options *o, const char *path)
 {
     OPT_CHECK(o, 1, "");

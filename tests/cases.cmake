@@ -41,3 +41,13 @@ set_tests_properties(examples/embed PROPERTIES FIXTURES_REQUIRED models LABELS a
   PASS_REGULAR_EXPRESSION "output y: float32 \\[2, 32, 32, 32\\]")
 add_test(NAME install/embed COMMAND ${CMAKE_SOURCE_DIR}/tests/install/test_install.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/tmp/install)
 set_tests_properties(install/embed PROPERTIES FIXTURES_REQUIRED models LABELS api TIMEOUT 600)
+
+# valgrind: `braid run` on a multi-stream model leaks nothing and touches no
+# uninitialised memory (normal builds only; sanitizer builds have their own).
+find_program(VALGRIND valgrind)
+if(VALGRIND AND NOT BRAID_SANITIZE AND NOT BRAID_FUZZ)
+  add_test(NAME valgrind/run COMMAND ${VALGRIND} --leak-check=full --show-leak-kinds=definite,indirect
+    --errors-for-leak-kinds=definite,indirect --error-exitcode=1 ${BRAID_BIN} run ${MODELS}/inception/model.onnx
+    --backend cpu --streams 0)
+  set_tests_properties(valgrind/run PROPERTIES FIXTURES_REQUIRED models LABELS valgrind TIMEOUT 600)
+endif()
