@@ -400,23 +400,22 @@ void braid_session_destroy(braid_session *s)
     bd_free(s);
 }
 
-static int sig_match(const bd_prepared *p, const bd_tensor *in, int n)
+static int sig_match(const bd_prepared *p, const int64_t *sig, int len)
 {
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        if (k >= p->sig_len || p->sig[k++] != in[i].rank) return 0;
-        for (int d = 0; d < in[i].rank; d++)
-            if (k >= p->sig_len || p->sig[k++] != in[i].dims[d]) return 0;
-    }
-    return k == p->sig_len;
+    return p->sig_len == len && !memcmp(p->sig, sig, (size_t)len * sizeof *sig);
 }
 
 /* Finds or builds the plan for these input shapes; moves it to the front. */
 static braid_status get_plan(braid_session *s, const bd_tensor *in, bd_prepared **out, bd_err *e)
 {
     const bd_graph *g = &s->m->g;
+    int64_t sig_buf[256], *sig = sig_buf;
+    int len = bd_signature(g, in, NULL, 0);
+    if (len > 256 && !(sig = bd_malloc((size_t)len * sizeof *sig))) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    bd_signature(g, in, sig, len);
     int c = 0;
-    while (c < PLAN_CACHE && s->cache[c] && !sig_match(s->cache[c], in, g->n_inputs)) c++;
+    while (c < PLAN_CACHE && s->cache[c] && !sig_match(s->cache[c], sig, len)) c++;
+    if (sig != sig_buf) bd_free(sig);
     if (c == PLAN_CACHE || !s->cache[c]) {
         bd_prepared *p = bd_calloc(1, sizeof *p);
         if (!p) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");

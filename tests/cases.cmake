@@ -46,7 +46,7 @@ set_tests_properties(install/embed PROPERTIES FIXTURES_REQUIRED models LABELS ap
 # uninitialised memory (normal builds only; sanitizer builds have their own).
 find_program(VALGRIND valgrind)
 if(VALGRIND AND NOT BRAID_SANITIZE AND NOT BRAID_FUZZ)
-  add_test(NAME valgrind/run COMMAND ${VALGRIND} --leak-check=full --show-leak-kinds=definite,indirect
+  add_test(NAME valgrind/run COMMAND ${VALGRIND} --suppressions=${CMAKE_SOURCE_DIR}/tests/valgrind.supp --leak-check=full --show-leak-kinds=definite,indirect
     --errors-for-leak-kinds=definite,indirect --error-exitcode=1 ${BRAID_BIN} run ${MODELS}/inception/model.onnx
     --backend cpu --streams 0)
   set_tests_properties(valgrind/run PROPERTIES FIXTURES_REQUIRED models LABELS valgrind TIMEOUT 600)

@@ -150,14 +150,10 @@ braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_stre
     braid_status st = BRAID_OK;
     memset(p, 0, sizeof *p);
     p->g = g;
-    int len = 0;
-    for (int i = 0; i < g->n_inputs; i++) len += 1 + inputs[i].rank;
+    int len = bd_signature(g, inputs, NULL, 0);
     p->sig = bd_malloc(((size_t)len + 1) * sizeof(int64_t));
     BD_CHECK_ALLOC(e, p->sig);
-    for (int i = 0; i < g->n_inputs; i++) {
-        p->sig[p->sig_len++] = inputs[i].rank;
-        for (int d = 0; d < inputs[i].rank; d++) p->sig[p->sig_len++] = inputs[i].dims[d];
-    }
+    p->sig_len = bd_signature(g, inputs, p->sig, len);
     BD_TRY(bd_inst_build(g, inputs, &p->inst, e));
     BD_TRY(build_sched_input(p, e));
     /* Automatic: the width the DAG needs after merging cheap chains, capped so

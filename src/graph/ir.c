@@ -43,6 +43,7 @@ void bd_graph_free(bd_graph *g)
     bd_free(g->nodes);
     bd_free(g->inputs);
     bd_free(g->outputs);
+    bd_free(g->input_shapes);
     for (int i = 0; i < g->n_opsets; i++) bd_free(g->opsets[i].domain);
     bd_free(g->opsets);
     bd_free(g->name);

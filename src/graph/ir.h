@@ -7,6 +7,10 @@
 
 #include "../util/common.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum bd_attr_type {
     BD_ATTR_UNDEFINED = 0,
     BD_ATTR_FLOAT = 1,
@@ -75,6 +79,7 @@ typedef struct bd_graph {
     int n_inputs, n_outputs;
     int *inputs;       /* graph inputs the caller feeds (those without an initializer first) */
     int *outputs;
+    unsigned char *input_shapes; /* per graph input: 1 when it feeds an op's shape input (see shape.h) */
     int n_opsets;
     bd_opset *opsets;
     int64_t ir_version;
@@ -106,4 +111,7 @@ braid_status bd_attr_ints(const bd_node *n, const char *name, int64_t *out, int 
 braid_status bd_attr_floats(const bd_node *n, const char *name, float *out, int max, int *count,
                             bd_err *e);
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* BD_IR_H */

@@ -9,6 +9,34 @@
 
 #include "backend/cpu/cpu_ops.h"
 
+int bd_input_is_plan_value(const bd_graph *g, int i, const bd_tensor *t)
+{
+    int dt = t->dtype;
+    return g->input_shapes && g->input_shapes[i] && t->data && t->rank <= 1 && bd_numel(t) <= BD_PLAN_VALUE_MAX &&
+           (dt == BRAID_DTYPE_INT64 || dt == BRAID_DTYPE_INT32 || dt == BRAID_DTYPE_FLOAT || dt == BRAID_DTYPE_DOUBLE);
+}
+
+int bd_signature(const bd_graph *g, const bd_tensor *inputs, int64_t *sig, int max)
+{
+    int n = 0;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const bd_tensor *t = &inputs[i];
+        if (n < max) sig[n] = t->rank;
+        n++;
+        for (int d = 0; d < t->rank; d++, n++)
+            if (n < max) sig[n] = t->dims[d];
+        if (bd_input_is_plan_value(g, i, t)) {
+            size_t esz = bd_dtype_size(t->dtype);
+            for (int64_t k = 0; k < bd_numel(t); k++, n++) /* the value's bits */
+                if (n < max) {
+                    sig[n] = 0;
+                    memcpy(&sig[n], (const char *)t->data + (size_t)k * esz, esz);
+                }
+        }
+    }
+    return n;
+}
+
 braid_status bd_check_input(const bd_graph *g, int i, const bd_tensor *t, bd_err *e)
 {
     const bd_value *v = &g->values[g->inputs[i]];
@@ -36,17 +64,20 @@ braid_status bd_check_input(const bd_graph *g, int i, const bd_tensor *t, bd_err
     return BRAID_OK;
 }
 
+/* A dim name that stands for "unknown" rather than a shared symbol. */
+static int anonymous(const char *name) { return !name || !name[0] || !strcmp(name, "?"); }
+
 /* Symbolic dims with one name must take one value across all inputs. */
 static braid_status check_symbols(const bd_graph *g, const bd_tensor *inputs, bd_err *e)
 {
     for (int i = 0; i < g->n_inputs; i++) {
         const bd_value *v = &g->values[g->inputs[i]];
         for (int d = 0; d < v->rank; d++) {
-            if (!v->dim_param[d]) continue;
+            if (anonymous(v->dim_param[d])) continue;
             for (int j = 0; j <= i; j++) {
                 const bd_value *w = &g->values[g->inputs[j]];
                 for (int k = 0; k < w->rank; k++) {
-                    if ((j == i && k >= d) || !w->dim_param[k] || strcmp(w->dim_param[k], v->dim_param[d])) continue;
+                    if ((j == i && k >= d) || anonymous(w->dim_param[k]) || strcmp(w->dim_param[k], v->dim_param[d])) continue;
                     if (inputs[j].dims[k] != inputs[i].dims[d])
                         return BD_FAIL(e, BRAID_ERR_SHAPE,
                                        "dim '%s' is %lld in input '%s' but %lld in input '%s'", v->dim_param[d],
@@ -132,6 +163,13 @@ braid_status bd_inst_build(const bd_graph *g, const bd_tensor *inputs, bd_inst *
         bd_tensor *t = &x->vals[g->inputs[i]];
         *t = inputs[i];
         t->data = NULL;
+        if (bd_input_is_plan_value(g, i, &inputs[i])) { /* a small input deciding shapes: known now */
+            size_t nb = (size_t)bd_numel(&inputs[i]) * bd_dtype_size(inputs[i].dtype);
+            t->data = bd_malloc(nb ? nb : 1);
+            BD_CHECK_ALLOC(e, t->data);
+            memcpy(t->data, inputs[i].data, nb);
+            x->owned[g->inputs[i]] = 1;
+        }
     }
     for (int i = 0; i < g->n_nodes; i++) {
         max_in = BD_MAX(max_in, g->nodes[i].n_in);

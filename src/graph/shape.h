@@ -22,6 +22,16 @@ typedef struct bd_inst {
 braid_status bd_inst_build(const bd_graph *g, const bd_tensor *inputs, bd_inst *x, bd_err *e);
 void bd_inst_free(bd_inst *x);
 
+/* A small graph input (at most 1-D, at most BD_PLAN_VALUE_MAX int or float
+ * values) that feeds an op's shape input (Slice starts, Reshape shape, Resize
+ * scales: bd_op_shape_input) is known when the plan is made: its values join
+ * the plan's cache key with the input shapes, and what depends on it folds. */
+#define BD_PLAN_VALUE_MAX 16
+int bd_input_is_plan_value(const bd_graph *g, int i, const bd_tensor *t);
+/* Writes the cache key of these inputs into sig (up to max entries) and
+ * returns its full length. */
+int bd_signature(const bd_graph *g, const bd_tensor *inputs, int64_t *sig, int max);
+
 /* Checks one run input against the declaration of graph input i. */
 braid_status bd_check_input(const bd_graph *g, int i, const bd_tensor *t, bd_err *e);
 

@@ -365,6 +365,13 @@ static braid_status build_graph(const Onnx__ModelProto *mp, const char *base_dir
         g->outputs[g->n_outputs++] = v;
     }
     BD_TRY(bd_graph_toposort(g, e));
+    /* Inputs that feed shape inputs of ops are planned with their values. */
+    g->input_shapes = bd_calloc((size_t)g->n_inputs + 1, 1);
+    BD_CHECK_ALLOC(e, g->input_shapes);
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_in; k++)
+            for (int j = 0; j < g->n_inputs; j++)
+                if (g->nodes[i].in[k] == g->inputs[j] && bd_op_shape_input(g->nodes[i].op, k)) g->input_shapes[j] = 1;
     /* Outputs must now be produced (a value named only as an output is not). */
     for (int i = 0; i < g->n_outputs; i++) {
         bd_value *val = &g->values[g->outputs[i]];

@@ -1,12 +1,363 @@
-/* layout.c: attribute parsing, shape inference and cost of the layout op family. */
-#include "ops.h"
+/* layout.c: attribute parsing, shape inference and cost of the layout op
+ * family (Concat, Split, Slice, Transpose, Gather, Expand, Tile, Pad). */
+#include "layout.h"
 
-braid_status bd_layout_parse(bd_node *n, bd_err *e) { (void)n; (void)e; return BRAID_OK; }
+#include <string.h>
+
+static int has_input(const bd_node *n, const bd_tensor *in, int i)
+{
+    return i < n->n_in && in[i].dtype != BRAID_DTYPE_UNDEFINED;
+}
+
+static braid_status parse_pad(const bd_node *n, bd_layout_params *p, bd_err *e)
+{
+    const char *mode;
+    braid_status st = bd_attr_string(n, "mode", "constant", &mode, e);
+    if (st) return st;
+    if (strcmp(mode, "constant") == 0) p->pad_mode = BD_PADMODE_CONSTANT;
+    else if (strcmp(mode, "reflect") == 0) p->pad_mode = BD_PADMODE_REFLECT;
+    else if (strcmp(mode, "edge") == 0) p->pad_mode = BD_PADMODE_EDGE;
+    else if (strcmp(mode, "wrap") == 0) p->pad_mode = BD_PADMODE_WRAP;
+    else return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "attribute 'mode' = '%s' is not supported", mode);
+    if (n->opset >= 11) return BRAID_OK;
+    const char *name = n->opset < 2 ? "paddings" : "pads";
+    if (!bd_node_attr(n, name))
+        return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute '%s' is required before opset 11", name);
+    if ((st = bd_attr_ints(n, name, p->pads, 2 * BD_MAX_RANK, &p->n_pads, e))) return st;
+    return bd_attr_float(n, "value", 0.0f, &p->pad_value, e);
+}
+
+braid_status bd_layout_parse(bd_node *n, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    const bd_attr *split = n->op == BD_OP_Split && n->opset < 13 ? bd_node_attr(n, "split") : NULL;
+    int n_split = split && split->type == BD_ATTR_INTS ? split->n : 0;
+    bd_layout_params *p = bd_calloc(1, sizeof *p + (size_t)n_split * sizeof(int64_t));
+    BD_CHECK_ALLOC(e, p);
+    p->n_axes = -1;
+    p->n_split = -1;
+    switch (n->op) {
+    case BD_OP_Concat:
+        if (n->opset >= 4 && !bd_node_attr(n, "axis")) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'axis' is required");
+            goto fail;
+        }
+        BD_TRY(bd_attr_int(n, "axis", 1, &p->axis, e));
+        break;
+    case BD_OP_Split:
+        BD_TRY(bd_attr_int(n, "axis", 0, &p->axis, e));
+        BD_TRY(bd_attr_int(n, "num_outputs", 0, &p->num_outputs, e));
+        if (split) BD_TRY(bd_attr_ints(n, "split", p->split, n_split, &p->n_split, e));
+        if (p->num_outputs && p->num_outputs != n->n_out) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL,
+                         "attribute 'num_outputs' is %lld but the node has %d outputs",
+                         (long long)p->num_outputs, n->n_out);
+            goto fail;
+        }
+        break;
+    case BD_OP_Slice:
+        if (n->opset >= 10) break;
+        if (!bd_node_attr(n, "starts") || !bd_node_attr(n, "ends")) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attributes 'starts' and 'ends' are required");
+            goto fail;
+        }
+        BD_TRY(bd_attr_ints(n, "starts", p->starts, BD_MAX_RANK, &p->n_starts, e));
+        BD_TRY(bd_attr_ints(n, "ends", p->ends, BD_MAX_RANK, &p->n_ends, e));
+        if (bd_node_attr(n, "axes")) BD_TRY(bd_attr_ints(n, "axes", p->axes, BD_MAX_RANK, &p->n_axes, e));
+        break;
+    case BD_OP_Transpose: {
+        int seen[BD_MAX_RANK] = {0};
+        BD_TRY(bd_attr_ints(n, "perm", p->perm, BD_MAX_RANK, &p->n_perm, e));
+        for (int i = 0; i < p->n_perm; i++) {
+            if (p->perm[i] < 0 || p->perm[i] >= p->n_perm || seen[p->perm[i]]) {
+                st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL,
+                             "attribute 'perm' is not a permutation of 0..%d", p->n_perm - 1);
+                goto fail;
+            }
+            seen[p->perm[i]] = 1;
+        }
+        break;
+    }
+    case BD_OP_Gather: BD_TRY(bd_attr_int(n, "axis", 0, &p->axis, e)); break;
+    case BD_OP_Pad: BD_TRY(parse_pad(n, p, e)); break;
+    default: break;
+    }
+    n->params = p;
+    return BRAID_OK;
+fail:
+    bd_free(p);
+    return st;
+}
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+braid_status bd_slice_resolve(const bd_node *n, const bd_tensor *in, int n_in, int64_t *start,
+                              int64_t *step, int64_t *len, bd_err *e)
+{
+    const bd_layout_params *p = n->params;
+    int64_t s[BD_MAX_RANK], t[BD_MAX_RANK], ax[BD_MAX_RANK], sp[BD_MAX_RANK];
+    int ns, nt, na = -1, nsp = -1, r = in[0].rank, seen[BD_MAX_RANK] = {0};
+    braid_status st;
+    for (int d = 0; d < r; d++) start[d] = 0, step[d] = 1, len[d] = in[0].dims[d];
+    if (n->opset < 10) {
+        ns = p->n_starts, nt = p->n_ends, na = p->n_axes;
+        memcpy(s, p->starts, sizeof s), memcpy(t, p->ends, sizeof t), memcpy(ax, p->axes, sizeof ax);
+    } else {
+        if ((st = bd_const_ints(&in[1], "starts", s, BD_MAX_RANK, &ns, e))) return st;
+        if ((st = bd_const_ints(&in[2], "ends", t, BD_MAX_RANK, &nt, e))) return st;
+        if (n_in > 3 && in[3].dtype && (st = bd_const_ints(&in[3], "axes", ax, BD_MAX_RANK, &na, e)))
+            return st;
+        if (n_in > 4 && in[4].dtype && (st = bd_const_ints(&in[4], "steps", sp, BD_MAX_RANK, &nsp, e)))
+            return st;
+    }
+    if (nt != ns || (na >= 0 && na != ns) || (nsp >= 0 && nsp != ns))
+        return BD_FAIL(e, BRAID_ERR_INVALID_MODEL,
+                       "starts (%d values), ends (%d), axes (%d) and steps (%d) must have the same "
+                       "length", ns, nt, na, nsp);
+    for (int i = 0; i < ns; i++) {
+        int d;
+        if ((st = bd_axis(na >= 0 ? ax[i] : i, r, &d, e))) return st;
+        if (seen[d]) return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "axis %d is sliced twice", d);
+        seen[d] = 1;
+        int64_t k = nsp >= 0 ? sp[i] : 1, dim = in[0].dims[d];
+        if (k == 0) return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "step of axis %d is 0", d);
+        int64_t b = s[i] < 0 ? s[i] + dim : s[i], en = t[i] < 0 ? t[i] + dim : t[i];
+        if (k > 0) {
+            b = clamp64(b, 0, dim), en = clamp64(en, 0, dim);
+            len[d] = en > b ? (en - b - 1) / k + 1 : 0;
+        } else {
+            b = clamp64(b, 0, dim - 1), en = clamp64(en, -1, dim - 1);
+            uint64_t mag = (uint64_t)(-(k + 1)) + 1; /* |k| without overflow at INT64_MIN */
+            len[d] = b > en ? (int64_t)((uint64_t)(b - en - 1) / mag) + 1 : 0;
+        }
+        start[d] = len[d] ? b : 0;
+        step[d] = k;
+    }
+    return BRAID_OK;
+}
+
+braid_status bd_pad_resolve(const bd_node *n, const bd_tensor *in, int n_in, int64_t *pads,
+                            bd_err *e)
+{
+    const bd_layout_params *p = n->params;
+    int64_t raw[2 * BD_MAX_RANK], ax[BD_MAX_RANK];
+    int np, na = -1, r = in[0].rank, seen[BD_MAX_RANK] = {0};
+    braid_status st;
+    if (n->opset < 11) {
+        np = p->n_pads;
+        memcpy(raw, p->pads, sizeof raw);
+    } else {
+        if ((st = bd_const_ints(&in[1], "pads", raw, 2 * BD_MAX_RANK, &np, e))) return st;
+        if (n->opset >= 18 && n_in > 3 && in[3].dtype &&
+            (st = bd_const_ints(&in[3], "axes", ax, BD_MAX_RANK, &na, e)))
+            return st;
+    }
+    if (na < 0) {
+        na = r;
+        for (int i = 0; i < r; i++) ax[i] = i;
+    }
+    if (np != 2 * na)
+        return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "pads has %d values, expected 2 x %d", np, na);
+    for (int i = 0; i < 2 * r; i++) pads[i] = 0;
+    for (int i = 0; i < na; i++) {
+        int d;
+        if ((st = bd_axis(ax[i], r, &d, e))) return st;
+        if (seen[d]) return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "axis %d is padded twice", d);
+        seen[d] = 1;
+        pads[d] = raw[i];
+        pads[r + d] = raw[na + i];
+    }
+    for (int d = 0; d < r; d++) {
+        int64_t dim = in[0].dims[d], o = dim + pads[d] + pads[r + d];
+        if (o < 0)
+            return BD_FAIL(e, BRAID_ERR_SHAPE, "pads %lld and %lld crop more than the %lld values of "
+                           "axis %d", (long long)pads[d], (long long)pads[r + d], (long long)dim, d);
+        if (dim == 0 && o > 0 && p->pad_mode != BD_PADMODE_CONSTANT)
+            return BD_FAIL(e, BRAID_ERR_SHAPE, "axis %d is empty: only constant padding can grow it", d);
+    }
+    return BRAID_OK;
+}
+
+braid_status bd_split_resolve(const bd_node *n, const bd_tensor *in, int n_in, int *axis,
+                              int64_t *sizes, bd_err *e)
+{
+    const bd_layout_params *p = n->params;
+    int k = n->n_out, cnt;
+    braid_status st = bd_axis(p->axis, in[0].rank, axis, e);
+    if (st) return st;
+    int64_t dim = in[0].dims[*axis], sum = 0;
+    if ((n->opset >= 13 || n->opset < 2) && n_in > 1 && in[1].dtype) {
+        if (in[1].data && bd_numel(&in[1]) != k)
+            return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "input 'split' has %lld values for %d outputs",
+                           (long long)bd_numel(&in[1]), k);
+        if ((st = bd_const_ints(&in[1], "split", sizes, k, &cnt, e))) return st;
+    } else if (n->opset < 13 && p->n_split >= 0) {
+        if (p->n_split != k)
+            return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'split' has %d values for %d outputs",
+                           p->n_split, k);
+        memcpy(sizes, p->split, (size_t)k * sizeof *sizes);
+    } else if (p->num_outputs > 0) {
+        int64_t chunk = BD_CEIL_DIV(dim, k);
+        for (int i = 0; i < k; i++) sizes[i] = i < k - 1 ? chunk : dim - chunk * (k - 1);
+    } else {
+        if (dim % k)
+            return BD_FAIL(e, BRAID_ERR_SHAPE, "axis %d of size %lld does not split into %d equal parts",
+                           *axis, (long long)dim, k);
+        for (int i = 0; i < k; i++) sizes[i] = dim / k;
+    }
+    for (int i = 0; i < k; i++) {
+        if (sizes[i] < 0)
+            return BD_FAIL(e, BRAID_ERR_SHAPE, "split size %d is negative (%lld) for axis %d of size %lld",
+                           i, (long long)sizes[i], *axis, (long long)dim);
+        sum += sizes[i];
+    }
+    if (sum != dim)
+        return BD_FAIL(e, BRAID_ERR_SHAPE, "split sizes add up to %lld, axis %d has size %lld",
+                       (long long)sum, *axis, (long long)dim);
+    return BRAID_OK;
+}
+
+static void copy_shape(const bd_tensor *from, bd_tensor *to)
+{
+    to->rank = from->rank;
+    memcpy(to->dims, from->dims, sizeof to->dims);
+}
+
+static braid_status infer_concat(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
+{
+    const bd_layout_params *p = n->params;
+    int a;
+    char sa[160], sb[160];
+    braid_status st = bd_axis(p->axis, in[0].rank, &a, e);
+    if (st) return st;
+    if (in[0].rank == 0) return BD_FAIL(e, BRAID_ERR_SHAPE, "cannot concatenate scalars");
+    copy_shape(&in[0], out);
+    out->dims[a] = 0;
+    for (int i = 0; i < n->n_in; i++) {
+        int same = in[i].rank == in[0].rank;
+        for (int d = 0; same && d < in[0].rank; d++) same = d == a || in[i].dims[d] == in[0].dims[d];
+        if (in[i].dtype != in[0].dtype)
+            return BD_FAIL(e, BRAID_ERR_DTYPE, "input %d is %s, input 0 is %s", i,
+                           bd_dtype_name(in[i].dtype), bd_dtype_name(in[0].dtype));
+        if (!same)
+            return BD_FAIL(e, BRAID_ERR_SHAPE, "input %d of shape %s does not fit input 0 of shape "
+                           "%s along axis %d", i, bd_shape_str(&in[i], sa, sizeof sa),
+                           bd_shape_str(&in[0], sb, sizeof sb), a);
+        out->dims[a] += in[i].dims[a];
+    }
+    return BRAID_OK;
+}
+
+static braid_status infer_transpose(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
+{
+    const bd_layout_params *p = n->params;
+    int perm[BD_MAX_RANK];
+    if (p->n_perm && p->n_perm != in[0].rank)
+        return BD_FAIL(e, BRAID_ERR_SHAPE, "attribute 'perm' has %d values for an input of rank %d",
+                       p->n_perm, in[0].rank);
+    bd_transpose_perm(p, in[0].rank, perm);
+    out->rank = in[0].rank;
+    for (int i = 0; i < out->rank; i++) out->dims[i] = in[0].dims[perm[i]];
+    return BRAID_OK;
+}
+
+static braid_status infer_gather(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
+{
+    const bd_layout_params *p = n->params;
+    int a, r = in[0].rank, q = in[1].rank;
+    braid_status st = bd_expect_dtype(&in[1], "input 'indices'", e, BRAID_DTYPE_INT64,
+                                      BRAID_DTYPE_INT32, 0);
+    if (st || (st = bd_axis(p->axis, r, &a, e))) return st;
+    if (r == 0) return BD_FAIL(e, BRAID_ERR_SHAPE, "cannot gather from a scalar");
+    if (r - 1 + q > BD_MAX_RANK)
+        return BD_FAIL(e, BRAID_ERR_LIMIT, "the output would have rank %d, braid accepts at most %d",
+                       r - 1 + q, BD_MAX_RANK);
+    out->rank = r - 1 + q;
+    for (int i = 0; i < a; i++) out->dims[i] = in[0].dims[i];
+    for (int i = 0; i < q; i++) out->dims[a + i] = in[1].dims[i];
+    for (int i = a + 1; i < r; i++) out->dims[q + i - 1] = in[0].dims[i];
+    return BRAID_OK;
+}
+
+static braid_status infer_expand_tile(const bd_node *n, const bd_tensor *in, bd_tensor *out,
+                                      bd_err *e)
+{
+    int64_t v[BD_MAX_RANK];
+    int cnt;
+    char sa[160];
+    const char *what = n->op == BD_OP_Expand ? "shape" : "repeats";
+    braid_status st = bd_const_ints(&in[1], what, v, BD_MAX_RANK, &cnt, e);
+    if (st) return st;
+    bd_tensor t = {.dtype = BRAID_DTYPE_INT64, .rank = cnt};
+    for (int i = 0; i < cnt; i++) {
+        if (v[i] < 0)
+            return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "input '%s' has a negative value %lld", what,
+                           (long long)v[i]);
+        t.dims[i] = v[i];
+    }
+    if (n->op == BD_OP_Expand) return bd_broadcast_shape(&in[0], &t, out, e);
+    if (cnt != in[0].rank)
+        return BD_FAIL(e, BRAID_ERR_SHAPE, "input 'repeats' has %d values for an input of shape %s",
+                       cnt, bd_shape_str(&in[0], sa, sizeof sa));
+    out->rank = cnt;
+    for (int i = 0; i < cnt; i++) out->dims[i] = in[0].dims[i] * v[i];
+    return BRAID_OK;
+}
+
+static braid_status infer_pad(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
+{
+    int64_t pads[2 * BD_MAX_RANK];
+    int r = in[0].rank;
+    braid_status st = bd_pad_resolve(n, in, n->n_in, pads, e);
+    if (st) return st;
+    if (has_input(n, in, 2) && bd_numel(&in[2]) > 0 && in[2].dtype != in[0].dtype)
+        return BD_FAIL(e, BRAID_ERR_DTYPE, "input 'constant_value' is %s, the data is %s",
+                       bd_dtype_name(in[2].dtype), bd_dtype_name(in[0].dtype));
+    if (n->opset < 11 && in[0].dtype == BRAID_DTYPE_FLOAT16 &&
+        ((const bd_layout_params *)n->params)->pad_value != 0)
+        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "a nonzero 'value' for float16 data is not supported");
+    out->rank = r;
+    for (int d = 0; d < r; d++) out->dims[d] = in[0].dims[d] + pads[d] + pads[r + d];
+    return BRAID_OK;
+}
 
 braid_status bd_layout_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
 {
-    (void)in; (void)out;
-    return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "op %s is not implemented yet", n->op_type);
+    braid_status st = BRAID_OK;
+    int64_t *sizes = NULL;
+    if (in[0].rank < 0) return BD_FAIL(e, BRAID_ERR_SHAPE, "the input's rank is not known");
+    if (bd_dtype_size(in[0].dtype) == 0)
+        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "dtype %s is not supported", bd_dtype_name(in[0].dtype));
+    for (int i = 0; i < n->n_out; i++) out[i].dtype = in[0].dtype;
+    switch (n->op) {
+    case BD_OP_Concat: return infer_concat(n, in, out, e);
+    case BD_OP_Transpose: return infer_transpose(n, in, out, e);
+    case BD_OP_Gather: return infer_gather(n, in, out, e);
+    case BD_OP_Expand:
+    case BD_OP_Tile: return infer_expand_tile(n, in, out, e);
+    case BD_OP_Pad: return infer_pad(n, in, out, e);
+    case BD_OP_Slice: {
+        int64_t start[BD_MAX_RANK], step[BD_MAX_RANK];
+        out->rank = in[0].rank;
+        return bd_slice_resolve(n, in, n->n_in, start, step, out->dims, e);
+    }
+    case BD_OP_Split: {
+        int a;
+        sizes = bd_malloc((size_t)n->n_out * sizeof *sizes);
+        BD_CHECK_ALLOC(e, sizes);
+        BD_TRY(bd_split_resolve(n, in, n->n_in, &a, sizes, e));
+        for (int i = 0; i < n->n_out; i++) {
+            copy_shape(&in[0], &out[i]);
+            out[i].dims[a] = sizes[i];
+        }
+        break;
+    }
+    default:
+        return BD_FAIL(e, BRAID_ERR_INTERNAL, "op %s is not in the layout family", n->op_type);
+    }
+fail:
+    bd_free(sizes);
+    return st;
 }
 
 double bd_layout_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out) { return 0; }

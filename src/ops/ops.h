@@ -6,6 +6,10 @@
 
 #include "../graph/ir.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define BD_VARIADIC 2147483647
 
 /* Op families, in the order of their files. */
@@ -36,8 +40,11 @@ typedef struct bd_op_info {
 extern const bd_op_info bd_op_table[BD_OP_COUNT];
 extern const char *const bd_family_names[BD_FAM_COUNT];
 
-/* The highest default-domain opset braid knows; models importing more are refused. */
-#define BD_MAX_OPSET 23
+/* The highest default-domain opset braid knows; models importing more are
+ * refused. Every op braid runs has the same meaning from opset 23 to 28 for
+ * the dtypes braid runs: Cast 24/25/28 changed only float8/float4 rounding,
+ * Range 27 only float16/bfloat16 accumulation. Check again before raising. */
+#define BD_MAX_OPSET 28
 
 /* Looks up an op of the default domain ("" or "ai.onnx"); -1 when unknown. */
 int bd_op_lookup(const char *domain, const char *op_type);
@@ -67,6 +74,10 @@ braid_status bd_op_parse(bd_node *n, bd_err *e);
 braid_status bd_op_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e);
 double bd_op_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out);
 
+/* 1 when input `index` of op decides output shapes (Reshape's shape, Slice's
+ * starts, Resize's scales...): such inputs must be known when the plan is made. */
+int bd_op_shape_input(int op, int index);
+
 /* Shared helpers for families. */
 /* Normalizes a possibly negative axis against rank; fails with INVALID_MODEL. */
 braid_status bd_axis(int64_t axis, int rank, int *out, bd_err *e);
@@ -78,4 +89,7 @@ braid_status bd_const_ints(const bd_tensor *t, const char *what, int64_t *out, i
  * must agree and do not. */
 braid_status bd_expect_dtype(const bd_tensor *t, const char *what, bd_err *e, ...);
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* BD_OPS_H */

@@ -52,6 +52,22 @@ double bd_op_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out)
     return families[bd_op_table[n->op].family].cost(n, in, out);
 }
 
+int bd_op_shape_input(int op, int index)
+{
+    switch (op) {
+    case BD_OP_Reshape: case BD_OP_Expand: case BD_OP_Tile: case BD_OP_Squeeze: case BD_OP_Unsqueeze:
+    case BD_OP_Split: case BD_OP_Upsample: case BD_OP_ReduceMean: case BD_OP_ReduceSum: case BD_OP_ReduceMax:
+    case BD_OP_ReduceMin: case BD_OP_ReduceProd:
+        return index == 1;
+    case BD_OP_Slice: return index >= 1;                    /* starts, ends, axes, steps */
+    case BD_OP_Pad: return index == 1 || index == 3;        /* pads, axes */
+    case BD_OP_Resize: return index >= 1 && index <= 3;     /* roi, scales, sizes */
+    case BD_OP_ConstantOfShape: return index == 0;
+    case BD_OP_Range: return 1;
+    default: return 0;
+    }
+}
+
 braid_status bd_axis(int64_t axis, int rank, int *out, bd_err *e)
 {
     int64_t a = axis < 0 ? axis + rank : axis;

@@ -1,12 +1,52 @@
-/* softmax.c: attribute parsing, shape inference and cost of the softmax op family. */
+/* softmax.c: attribute parsing, dtype checks, shape inference and cost of the
+ * softmax op family (Softmax, LogSoftmax). */
+#include "softmax.h"
+
 #include "ops.h"
 
-braid_status bd_softmax_parse(bd_node *n, bd_err *e) { (void)n; (void)e; return BRAID_OK; }
+braid_status bd_softmax_parse(bd_node *n, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    bd_softmax_params *p = bd_calloc(1, sizeof *p);
+    BD_CHECK_ALLOC(e, p);
+    /* Before opset 13 the input is coerced to 2-D at 'axis' (default 1); from
+     * 13 on, one axis is normalized (default -1). */
+    p->flatten = n->opset < 13;
+    BD_TRY(bd_attr_int(n, "axis", p->flatten ? 1 : -1, &p->axis, e));
+    bd_free(n->params);
+    n->params = p;
+    return BRAID_OK;
+fail:
+    bd_free(p);
+    return st;
+}
 
 braid_status bd_softmax_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
 {
-    (void)in; (void)out;
-    return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "op %s is not implemented yet", n->op_type);
+    const bd_softmax_params *p = n->params;
+    braid_status st;
+    if (in[0].dtype != BRAID_DTYPE_FLOAT && in[0].dtype != BRAID_DTYPE_DOUBLE)
+        return BD_FAIL(e, in[0].dtype == BRAID_DTYPE_FLOAT16 ? BRAID_ERR_UNSUPPORTED : BRAID_ERR_DTYPE,
+                       "input has dtype %s; %s takes float32 or float64",
+                       bd_dtype_name(in[0].dtype), n->op_type);
+    if (in[0].rank >= 0) {
+        int axis;
+        /* Opset < 13 allows axis == rank (a trailing block of one element). */
+        if (p->flatten && (p->axis == in[0].rank || (in[0].rank == 0 && p->axis == 0)))
+            axis = in[0].rank;
+        else if ((st = bd_axis(p->axis, in[0].rank, &axis, e)))
+            return st;
+        if (in[0].rank == 0 && !p->flatten)
+            return BD_FAIL(e, BRAID_ERR_SHAPE, "input must have rank 1 or more, not a scalar");
+    }
+    out[0] = in[0];
+    out[0].data = NULL;
+    return BRAID_OK;
 }
 
-double bd_softmax_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out) { return 0; }
+double bd_softmax_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out)
+{
+    (void)n;
+    (void)in;
+    return 15.0 * (double)bd_numel(&out[0]); /* max, exp, sum, scale */
+}

@@ -9,6 +9,10 @@
 
 #include "braid.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define BD_MAX_RANK BRAID_MAX_RANK
 
 /* The record of a failure: a status, a message for the user that names what
@@ -91,4 +95,7 @@ braid_status bd_read_file(const char *path, void **data, size_t *size, bd_err *e
 #define BD_CEIL_DIV(a, b) (((a) + (b)-1) / (b))
 double bd_now(void); /* monotonic seconds */
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* BD_COMMON_H */

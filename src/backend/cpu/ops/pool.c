@@ -1,7 +1,227 @@
-/* pool.c: CPU kernels of the pool op family. */
+/* pool.c: CPU kernels of the pool op family: MaxPool (with optional Indices),
+ * AveragePool, GlobalAveragePool and GlobalMaxPool on fp32, NC + 1-3 spatial
+ * dims. 1-D and 2-D windows run as 3-D ones with unit leading dims. */
 #include "backend/cpu/cpu_ops.h"
+#include "ops/pool.h"
+
+#include <float.h>
+#include <string.h>
+
+/* Per spatial axis and output position: the first valid input index of the
+ * window, how many of its taps fall inside the input, and how many fall
+ * inside the input plus its explicit pads (count_include_pad's divisor). */
+typedef struct axis_tab {
+    int64_t *first, *count, *npad;
+} axis_tab;
+
+static void fill_axis(axis_tab *t, int64_t out, int64_t L, int64_t k, int64_t s, int64_t dl,
+                      int64_t pb, int64_t pe)
+{
+    for (int64_t o = 0; o < out; o++) {
+        int64_t start = o * s - pb;
+        int64_t j0 = start >= 0 ? 0 : (-start + dl - 1) / dl;
+        int64_t j1 = L - 1 - start >= 0 ? BD_MIN(k, (L - 1 - start) / dl + 1) : 0;
+        int64_t jp = L + pe - start > 0 ? BD_MIN(k, (L + pe - start + dl - 1) / dl) : 0;
+        t->first[o] = start + j0 * dl;
+        t->count[o] = j1 > j0 ? j1 - j0 : 0;
+        t->npad[o] = jp;
+    }
+}
+
+static braid_status window_pool(const bd_kernel *k)
+{
+    braid_status st = BRAID_OK;
+    const bd_node *n = k->node;
+    const bd_pool_params *p = n->params;
+    bd_err *e = k->err;
+    int64_t *buf = NULL;
+    bd_pool_geom g;
+    BD_TRY(bd_pool_geometry(n, &k->in[0], &g, e));
+
+    /* Pad to 3 spatial dims: (D, H, W) with unit dims in front. */
+    int off = BD_POOL_MAX_SPATIAL - g.nsp;
+    int64_t L[3] = {1, 1, 1}, O[3] = {1, 1, 1}, K[3] = {1, 1, 1}, S[3] = {1, 1, 1},
+            DL[3] = {1, 1, 1}, PB[3] = {0, 0, 0}, PE[3] = {0, 0, 0};
+    for (int i = 0; i < g.nsp; i++) {
+        L[off + i] = g.in[i];
+        O[off + i] = g.out[i];
+        K[off + i] = p->kernel[i];
+        S[off + i] = p->strides[i];
+        DL[off + i] = p->dilations[i];
+        PB[off + i] = g.pad_begin[i];
+        PE[off + i] = g.pad_end[i];
+    }
+    for (int i = 0; i < 3; i++)
+        if (i >= off && O[i] != k->out[0].dims[2 + i - off]) {
+            st = BD_FAIL(e, BRAID_ERR_INTERNAL, "output dim %d is %lld, the window gives %lld",
+                         2 + i - off, (long long)k->out[0].dims[2 + i - off], (long long)O[i]);
+            goto fail;
+        }
+    buf = bd_malloc(((size_t)(O[0] + O[1] + O[2]) * 3 + (size_t)L[2] + 1) * sizeof *buf);
+    BD_CHECK_ALLOC(e, buf);
+    axis_tab t[3];
+    int64_t *q = buf;
+    for (int i = 0; i < 3; i++) {
+        t[i].first = q; t[i].count = q + O[i]; t[i].npad = q + 2 * O[i];
+        q += 3 * O[i];
+        fill_axis(&t[i], O[i], L[i], K[i], S[i], DL[i], PB[i], PE[i]);
+    }
+    float *tmp = (float *)q; /* (W): one reduced row */
+
+    const int64_t D = L[0], H = L[1], W = L[2];
+    const int64_t dd = DL[0], dh = DL[1], dw = DL[2];
+    const int64_t isz = D * H * W, osz = O[0] * O[1] * O[2];
+    const int64_t planes = k->in[0].dims[0] * k->in[0].dims[1];
+    const float *x = k->in[0].data;
+    float *y = k->out[0].data;
+    int64_t *ind = n->op == BD_OP_MaxPool && k->n_out > 1 ? k->out[1].data : NULL; /* may be NULL */
+    const int avg = n->op == BD_OP_AveragePool, cip = p->count_include_pad;
+    const int col = p->storage_order == 1;
+    /* Interior columns [lo, hi): windows wholly inside the input along W,
+     * reduced row-wise through tmp (not when Indices are wanted). */
+    const int64_t KW = K[2], sw = S[2];
+    int64_t lo = 0, hi = 0;
+    while (lo < O[2] && t[2].count[lo] != KW) lo++;
+    for (hi = lo; hi < O[2] && t[2].count[hi] == KW; hi++) {}
+    if (ind || hi - lo < 4) lo = hi = O[2];
+
+    for (int64_t pl = 0; pl < planes; pl++) {
+        const float *xp = x + pl * isz;
+        float *yp = y + pl * osz;
+        int64_t *ip = ind ? ind + pl * osz : NULL;
+        for (int64_t od = 0; od < O[0]; od++) {
+            const int64_t fd = t[0].first[od], cd = t[0].count[od];
+            for (int64_t oh = 0; oh < O[1]; oh++) {
+                const int64_t fh = t[1].first[oh], ch = t[1].count[oh];
+                float *yr = yp + (od * O[1] + oh) * O[2];
+                for (int64_t ow = 0; ow < O[2]; ow++) {
+                    if (ow == lo) {
+                        const int64_t nw = hi - lo;
+                        float *yi = yr + lo;
+                        if (cd * ch == 0) { /* no input row in the window */
+                            for (int64_t j = 0; j < nw; j++) yi[j] = avg ? 0.0f : -FLT_MAX;
+                            ow = hi - 1;
+                            continue;
+                        }
+                        /* Reduce the window's rows into tmp (contiguous), then across W. */
+                        const int64_t c0 = t[2].first[lo], c1 = t[2].first[hi - 1] + (KW - 1) * dw + 1;
+                        for (int64_t a = 0, first = 1; a < cd; a++)
+                            for (int64_t b = 0; b < ch; b++, first = 0) {
+                                const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W;
+                                if (first) memcpy(tmp + c0, row + c0, (size_t)(c1 - c0) * sizeof *tmp);
+                                else if (avg)
+                                    for (int64_t c = c0; c < c1; c++) tmp[c] += row[c];
+                                else
+                                    for (int64_t c = c0; c < c1; c++) tmp[c] = row[c] > tmp[c] ? row[c] : tmp[c];
+                            }
+                        for (int64_t j = 0; j < nw; j++) {
+                            const float *src = tmp + c0 + j * sw;
+                            float v = src[0];
+                            if (avg)
+                                for (int64_t c = 1; c < KW; c++) v += src[c * dw];
+                            else
+                                for (int64_t c = 1; c < KW; c++) v = src[c * dw] > v ? src[c * dw] : v;
+                            yi[j] = v;
+                        }
+                        if (avg) {
+                            int64_t div = cip ? t[0].npad[od] * t[1].npad[oh] * KW : cd * ch * KW;
+                            for (int64_t j = 0; j < nw; j++) yi[j] = div > 0 ? yi[j] / (float)div : 0.0f;
+                        }
+                        ow = hi - 1;
+                        continue;
+                    }
+                    const int64_t fw = t[2].first[ow], cw = t[2].count[ow];
+                    if (avg) {
+                        float sum = 0;
+                        for (int64_t a = 0; a < cd; a++)
+                            for (int64_t b = 0; b < ch; b++) {
+                                const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
+                                for (int64_t c = 0; c < cw; c++) sum += row[c * dw];
+                            }
+                        int64_t div = cip ? t[0].npad[od] * t[1].npad[oh] * t[2].npad[ow]
+                                          : cd * ch * cw;
+                        yr[ow] = div > 0 ? sum / (float)div : 0.0f;
+                    } else if (!ip) {
+                        float m = -FLT_MAX;
+                        for (int64_t a = 0; a < cd; a++)
+                            for (int64_t b = 0; b < ch; b++) {
+                                const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
+                                for (int64_t c = 0; c < cw; c++) m = row[c * dw] > m ? row[c * dw] : m;
+                            }
+                        yr[ow] = m;
+                    } else {
+                        float m = -FLT_MAX;
+                        int64_t bd = -1, bh = 0, bw = 0;
+                        for (int64_t a = 0; a < cd; a++)
+                            for (int64_t b = 0; b < ch; b++) {
+                                const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
+                                for (int64_t c = 0; c < cw; c++)
+                                    if (row[c * dw] > m || bd < 0) {
+                                        m = row[c * dw];
+                                        bd = fd + a * dd; bh = fh + b * dh; bw = fw + c * dw;
+                                    }
+                            }
+                        yr[ow] = m;
+                        /* Flattened over (N, C, spatial), row- or column-major spatially. */
+                        ip[(od * O[1] + oh) * O[2] + ow] =
+                            bd < 0 ? -1
+                                   : pl * isz + (col ? bd + bh * D + bw * D * H
+                                                     : (bd * H + bh) * W + bw);
+                    }
+                }
+            }
+        }
+    }
+fail:
+    bd_free(buf);
+    return st;
+}
+
+static braid_status global_pool(const bd_kernel *k)
+{
+    const bd_tensor *xt = &k->in[0];
+    const int64_t planes = xt->dims[0] * xt->dims[1];
+    int64_t size = 1;
+    for (int i = 2; i < xt->rank; i++) size *= xt->dims[i];
+    const float *x = xt->data;
+    float *y = k->out[0].data;
+    const int avg = k->node->op == BD_OP_GlobalAveragePool;
+    for (int64_t pl = 0; pl < planes; pl++) {
+        const float *xp = x + pl * size;
+        /* Eight running lanes: vectorizable, and a shorter rounding chain. */
+        float acc[8];
+        for (int j = 0; j < 8; j++) acc[j] = avg ? 0.0f : -FLT_MAX;
+        int64_t i = 0;
+        if (avg) {
+            for (; i + 8 <= size; i += 8)
+                for (int j = 0; j < 8; j++) acc[j] += xp[i + j];
+            for (; i < size; i++) acc[0] += xp[i];
+            float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+            y[pl] = size > 0 ? sum / (float)size : 0.0f;
+        } else {
+            for (; i + 8 <= size; i += 8)
+                for (int j = 0; j < 8; j++) acc[j] = xp[i + j] > acc[j] ? xp[i + j] : acc[j];
+            for (; i < size; i++) acc[0] = xp[i] > acc[0] ? xp[i] : acc[0];
+            float m = acc[0];
+            for (int j = 1; j < 8; j++) m = acc[j] > m ? acc[j] : m;
+            y[pl] = m;
+        }
+    }
+    return BRAID_OK;
+}
 
 braid_status bd_cpu_pool(const bd_kernel *k)
 {
-    return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op %s has no CPU kernel yet", k->node->op_type);
+    if (k->in[0].dtype != BRAID_DTYPE_FLOAT)
+        return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "input 'X' has dtype %s; only float32 is supported",
+                       bd_dtype_name(k->in[0].dtype));
+    switch (k->node->op) {
+    case BD_OP_MaxPool:
+    case BD_OP_AveragePool: return window_pool(k);
+    case BD_OP_GlobalAveragePool:
+    case BD_OP_GlobalMaxPool: return global_pool(k);
+    default:
+        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the pool family",
+                       k->node->op_type);
+    }
 }

@@ -1,7 +1,326 @@
-/* resize.c: CPU kernels of the resize op family. */
+/* resize.c: CPU kernels of the resize op family (Resize, Upsample) on fp32.
+ * Each axis gets a table of taps (input offsets and weights) per output
+ * position: nearest 1, linear 2, cubic 4, more with antialias. The common
+ * case, resizing the last one or two axes, runs a plain 2-D loop over it. */
 #include "backend/cpu/cpu_ops.h"
+#include "ops/resize.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct rs_axis {
+    int taps;           /* taps per output position */
+    int64_t *idx;       /* (out, taps): input index times the axis's input stride */
+    float *w;           /* (out, taps) */
+    unsigned char *ext; /* (out): 1 where tf_crop_and_resize extrapolates; NULL if never */
+} rs_axis;
+
+/* The source coordinate of output position o on axis d. */
+static double src_coord(const bd_resize_params *p, const bd_resize_geom *g, int d, int64_t o)
+{
+    double s = g->scale[d], L = (double)g->in[d], len = g->length[d], x = (double)o;
+    switch (p->coord) {
+    case BD_COORD_PYTORCH_HALF_PIXEL: return g->out[d] > 1 ? (x + 0.5) / s - 0.5 : 0.0;
+    case BD_COORD_ALIGN_CORNERS: return len == 1.0 ? 0.0 : x * (L - 1) / (len - 1);
+    case BD_COORD_ASYMMETRIC: return x / s;
+    case BD_COORD_TF_CROP_AND_RESIZE: {
+        /* roi arithmetic in float, as onnxruntime and the onnx reference do. */
+        float a = (float)g->roi_start[d], b = (float)g->roi_end[d];
+        float start = a * (float)(L - 1), span = b - a;
+        return len > 1.0 ? start + x * span * (L - 1) / (len - 1) : 0.5 * (a + b) * (L - 1);
+    }
+    case BD_COORD_HALF_PIXEL_SYMMETRIC: {
+        double offset = L / 2 * (1 - (double)g->out[d] / len);
+        return offset + (x + 0.5) / s - 0.5;
+    }
+    default: return (x + 0.5) / s - 0.5; /* half_pixel */
+    }
+}
+
+static int64_t nearest_index(int mode, double x, int down)
+{
+    double f = floor(x);
+    switch (mode) {
+    case BD_NEAREST_ROUND_PREFER_CEIL: return (int64_t)(x - f >= 0.5 ? f + 1 : f);
+    case BD_NEAREST_FLOOR: return (int64_t)f;
+    case BD_NEAREST_CEIL: return (int64_t)ceil(x);
+    case BD_NEAREST_SIMPLE: return down ? (int64_t)ceil(x) : (int64_t)f;
+    default: return (int64_t)(x - f > 0.5 ? f + 1 : f); /* round_prefer_floor */
+    }
+}
+
+static double cubic_kernel(double x, double A)
+{
+    x = fabs(x);
+    if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
+    if (x < 2) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+    return 0;
+}
+
+/* How many taps an axis needs: 2 (linear), 4 (cubic), or the antialias
+ * filter's footprint when downsampling. */
+static int tap_count(const bd_resize_params *p, double scale)
+{
+    if (p->mode == BD_RESIZE_NEAREST) return 1;
+    double support = p->mode == BD_RESIZE_LINEAR ? 1.0 : 2.0;
+    if (!p->antialias || scale >= 1.0) return (int)(2 * support);
+    int64_t start = (int64_t)floor(-support / scale) + 1;
+    return (int)(2 - 2 * start);
+}
+
+/* Weights of the taps for a fractional position ratio in (0, 1]. */
+static void tap_weights(const bd_resize_params *p, double scale, double ratio, int n, double *c)
+{
+    double A = p->cubic_a;
+    if (n == 2 && p->mode == BD_RESIZE_LINEAR) { c[0] = 1 - ratio; c[1] = ratio; return; }
+    if (n == 4 && p->mode == BD_RESIZE_CUBIC && !(p->antialias && scale < 1.0)) {
+        for (int j = 0; j < 4; j++) c[j] = cubic_kernel(ratio + 1 - j, A);
+        return;
+    }
+    /* Antialias: the filter stretched by 1 / scale, normalized. */
+    double sum = 0;
+    int start = 1 - n / 2;
+    for (int j = 0; j < n; j++) {
+        double t = (start + j - ratio) * scale;
+        c[j] = p->mode == BD_RESIZE_LINEAR ? BD_MAX(0.0, 1 - fabs(t)) : cubic_kernel(t, A);
+        sum += c[j];
+    }
+    for (int j = 0; j < n; j++) c[j] = sum != 0 ? c[j] / sum : 0;
+}
+
+/* Fills the taps of axis d; stride is the axis's input stride (elements). */
+static void fill_axis(const bd_resize_params *p, const bd_resize_geom *g, int d, int64_t stride,
+                      rs_axis *a)
+{
+    const int64_t L = g->in[d], O = g->out[d];
+    const int n = a->taps, down = g->scale[d] < 1.0;
+    double c[64];
+    for (int64_t o = 0; o < O; o++) {
+        double x = src_coord(p, g, d, o);
+        int64_t *idx = a->idx + o * n;
+        float *w = a->w + o * n;
+        if (a->ext) a->ext[o] = x < 0 || x > (double)(L - 1);
+        if (n == 1) {
+            int64_t i = nearest_index(p->nearest, x, down);
+            idx[0] = BD_MIN(BD_MAX(i, 0), L - 1) * stride;
+            w[0] = 1.0f;
+            continue;
+        }
+        /* The n input positions nearest x, preferring the left on a tie. */
+        double xf = floor(x);
+        double ratio = x == xf ? 1.0 : x - xf;
+        int64_t first = (int64_t)xf - n / 2 + (x == xf ? 0 : 1);
+        tap_weights(p, g->scale[d], ratio, n, c);
+        double sum = 0;
+        for (int j = 0; j < n; j++) {
+            int64_t i = first + j;
+            if (p->exclude_outside && (i < 0 || i >= L)) c[j] = 0;
+            sum += c[j];
+        }
+        for (int j = 0; j < n; j++) {
+            int64_t i = first + j;
+            idx[j] = BD_MIN(BD_MAX(i, 0), L - 1) * stride;
+            w[j] = (float)(p->exclude_outside && sum != 0 ? c[j] / sum : c[j]);
+        }
+    }
+    /* Where every position has a single tap of weight 1, keep just that tap. */
+    for (int64_t o = 0; o < O && n > 1; o++) {
+        int ones = 0, zeros = 0;
+        for (int j = 0; j < n; j++) ones += a->w[o * n + j] == 1.0f, zeros += a->w[o * n + j] == 0.0f;
+        if (ones != 1 || zeros != n - 1) return;
+    }
+    for (int64_t o = 0; o < O && n > 1; o++) {
+        int64_t keep = 0;
+        for (int j = 0; j < n; j++)
+            if (a->w[o * n + j] == 1.0f) keep = a->idx[o * n + j];
+        a->idx[o] = keep;
+        a->w[o] = 1.0f;
+    }
+    a->taps = 1;
+}
+
+/* Resizes planes of (OH, OW) from (IH, IW) with the tables of two axes. */
+static void resize_2d(const float *x, float *y, int64_t planes, int64_t in_plane, const rs_axis *ah,
+                      int64_t OH, const rs_axis *aw, int64_t OW, float ev)
+{
+    const int th = ah->taps, tw = aw->taps;
+    for (int64_t pl = 0; pl < planes; pl++) {
+        const float *xp = x + pl * in_plane;
+        float *yp = y + pl * OH * OW;
+        for (int64_t oy = 0; oy < OH; oy++) {
+            float *yr = yp + oy * OW;
+            if (ah->ext && ah->ext[oy]) {
+                for (int64_t ox = 0; ox < OW; ox++) yr[ox] = ev;
+                continue;
+            }
+            const int64_t *iy = ah->idx + oy * th;
+            const float *wy = ah->w + oy * th;
+            if (th == 1 && tw == 1) {
+                const float *row = xp + iy[0];
+                for (int64_t ox = 0; ox < OW; ox++) yr[ox] = row[aw->idx[ox]];
+            } else if (th == 2 && tw == 2) { /* bilinear */
+                const float *r0 = xp + iy[0], *r1 = xp + iy[1];
+                const float w0 = wy[0], w1 = wy[1];
+                const int64_t *ix = aw->idx;
+                const float *wx = aw->w;
+                for (int64_t ox = 0; ox < OW; ox++) {
+                    const int64_t i0 = ix[2 * ox], i1 = ix[2 * ox + 1];
+                    const float a = wx[2 * ox], b = wx[2 * ox + 1];
+                    yr[ox] = w0 * (a * r0[i0] + b * r0[i1]) + w1 * (a * r1[i0] + b * r1[i1]);
+                }
+            } else {
+                for (int64_t ox = 0; ox < OW; ox++) {
+                    const int64_t *ix = aw->idx + ox * tw;
+                    const float *wx = aw->w + ox * tw;
+                    float acc = 0;
+                    for (int a = 0; a < th; a++) {
+                        const float *row = xp + iy[a];
+                        float s = 0;
+                        for (int b = 0; b < tw; b++) s += wx[b] * row[ix[b]];
+                        acc += wy[a] * s;
+                    }
+                    yr[ox] = acc;
+                }
+            }
+            if (aw->ext)
+                for (int64_t ox = 0; ox < OW; ox++)
+                    if (aw->ext[ox]) yr[ox] = ev;
+        }
+    }
+}
+
+/* Any number of axes: an odometer over the output and over the taps. */
+static void resize_nd(const float *x, float *y, int64_t planes, int64_t in_plane, int m,
+                      const rs_axis *ax, const int64_t *O, float ev)
+{
+    int64_t out_plane = 1;
+    for (int i = 0; i < m; i++) out_plane *= O[i];
+    int64_t oc[BD_MAX_RANK];
+    int tc[BD_MAX_RANK];
+    for (int64_t pl = 0; pl < planes; pl++) {
+        const float *xp = x + pl * in_plane;
+        float *yp = y + pl * out_plane;
+        memset(oc, 0, sizeof oc);
+        for (int64_t e = 0; e < out_plane; e++) {
+            int ext = 0;
+            for (int i = 0; i < m; i++) ext |= ax[i].ext && ax[i].ext[oc[i]];
+            float acc = 0;
+            if (!ext) {
+                memset(tc, 0, sizeof tc);
+                for (;;) {
+                    int64_t off = 0;
+                    float w = 1;
+                    for (int i = 0; i < m; i++) {
+                        off += ax[i].idx[oc[i] * ax[i].taps + tc[i]];
+                        w *= ax[i].w[oc[i] * ax[i].taps + tc[i]];
+                    }
+                    acc += w * xp[off];
+                    int i = m - 1;
+                    while (i >= 0 && ++tc[i] == ax[i].taps) tc[i--] = 0;
+                    if (i < 0) break;
+                }
+            }
+            yp[e] = ext ? ev : acc;
+            for (int i = m - 1; i >= 0 && ++oc[i] == O[i]; i--) oc[i] = 0;
+        }
+    }
+}
 
 braid_status bd_cpu_resize(const bd_kernel *k)
 {
-    return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op %s has no CPU kernel yet", k->node->op_type);
+    braid_status st = BRAID_OK;
+    const bd_node *n = k->node;
+    const bd_resize_params *p = n->params;
+    bd_err *e = k->err;
+    void *buf = NULL;
+    if (n->op != BD_OP_Resize && n->op != BD_OP_Upsample)
+        return BD_FAIL(e, BRAID_ERR_INTERNAL, "op %s is not in the resize family", n->op_type);
+    if (k->in[0].dtype != BRAID_DTYPE_FLOAT)
+        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "input 'X' has dtype %s; only float32 is supported",
+                       bd_dtype_name(k->in[0].dtype));
+    bd_resize_geom g;
+    BD_TRY(bd_resize_geometry(n, k->in, k->n_in, &g, e));
+    const int r = g.rank;
+    for (int d = 0; d < r; d++) {
+        if (g.out[d] != k->out[0].dims[d]) {
+            st = BD_FAIL(e, BRAID_ERR_INTERNAL, "output dim %d is %lld, the scales give %lld", d,
+                         (long long)k->out[0].dims[d], (long long)g.out[d]);
+            goto fail;
+        }
+        if (g.in[d] == 0 && g.out[d] > 0) {
+            st = BD_FAIL(e, BRAID_ERR_SHAPE, "cannot resize an empty axis %d to %lld", d,
+                         (long long)g.out[d]);
+            goto fail;
+        }
+    }
+    int64_t numel = bd_numel(&k->out[0]);
+    if (numel == 0) return BRAID_OK;
+    const int tf = p->coord == BD_COORD_TF_CROP_AND_RESIZE;
+    /* As onnxruntime: an unchanged shape is a copy, whatever the scales say
+     * (tf_crop_and_resize excepted: its roi still crops). */
+    int same = !tf;
+    for (int d = 0; d < r; d++) same &= g.out[d] == g.in[d];
+    if (same) {
+        memcpy(k->out[0].data, k->in[0].data, (size_t)numel * sizeof(float));
+        return BRAID_OK;
+    }
+    /* Axes that keep their size, scale and roi are copied as they are. */
+    int ident[BD_MAX_RANK], taps[BD_MAX_RANK];
+    size_t bytes = 0;
+    for (int d = 0; d < r; d++) {
+        ident[d] = g.out[d] == g.in[d] && g.scale[d] == 1.0 &&
+                   (!tf || (g.roi_start[d] == 0.0 && g.roi_end[d] == 1.0));
+        taps[d] = ident[d] ? 1 : tap_count(p, g.scale[d]);
+        if (taps[d] > 64) {
+            st = BD_FAIL(e, BRAID_ERR_UNSUPPORTED,
+                         "antialiasing with scale %g needs %d taps; at most 64 are supported",
+                         g.scale[d], taps[d]);
+            goto fail;
+        }
+        bytes += (size_t)g.out[d] * taps[d] * (sizeof(int64_t) + sizeof(float)) + (size_t)g.out[d];
+    }
+    buf = bd_malloc(bytes + 8);
+    BD_CHECK_ALLOC(e, buf);
+    rs_axis ax[BD_MAX_RANK];
+    int64_t *qi = buf;
+    for (int d = 0; d < r; d++) { ax[d].idx = qi; qi += g.out[d] * taps[d]; }
+    float *qf = (float *)qi;
+    for (int d = 0; d < r; d++) { ax[d].w = qf; qf += g.out[d] * taps[d]; }
+    unsigned char *qc = (unsigned char *)qf;
+    int64_t stride = 1;
+    for (int d = r - 1; d >= 0; d--) {
+        ax[d].taps = taps[d];
+        ax[d].ext = tf && !ident[d] ? qc : NULL;
+        qc += g.out[d];
+        if (ident[d])
+            for (int64_t o = 0; o < g.out[d]; o++) ax[d].idx[o] = o * stride, ax[d].w[o] = 1.0f;
+        else
+            fill_axis(p, &g, d, stride, &ax[d]);
+        stride *= g.in[d];
+    }
+    /* Leading identity axes become planes. */
+    int lead = 0;
+    int64_t planes = 1;
+    while (lead < r && ident[lead]) planes *= g.in[lead++];
+    int64_t in_plane = 1;
+    for (int d = lead; d < r; d++) in_plane *= g.in[d];
+    const float *x = k->in[0].data;
+    float *y = k->out[0].data;
+    const float ev = p->extrapolation;
+    int m = r - lead;
+    if (m == 0) {
+        memcpy(y, x, (size_t)numel * sizeof *y);
+    } else if (m <= 2) {
+        int64_t zero = 0;
+        float one = 1.0f;
+        rs_axis unit = {1, &zero, &one, NULL};
+        const rs_axis *ah = m == 2 ? &ax[r - 2] : &unit;
+        int64_t OH = m == 2 ? g.out[r - 2] : 1;
+        resize_2d(x, y, planes, in_plane, ah, OH, &ax[r - 1], g.out[r - 1], ev);
+    } else {
+        resize_nd(x, y, planes, in_plane, m, &ax[lead], &g.out[lead], ev);
+    }
+fail:
+    bd_free(buf);
+    return st;
 }

@@ -1,0 +1,335 @@
+/* test_layout.c: the layout family (Slice, Gather, Pad, Transpose, Concat,
+ * Split, Expand, Tile): inferred shapes and kernel outputs against plain
+ * reference loops, on several element sizes; exact, since values are moved. */
+#include "backend/cpu/cpu_ops.h"
+#include "check.h"
+
+#include <stdlib.h>
+
+static bd_node mk(int op, int opset, int n_in, int n_out, bd_attr *attrs, int n_attrs)
+{
+    bd_node n = {.name = "t", .op_type = (char *)bd_op_table[op].name, .domain = "", .op = op,
+                 .opset = opset, .n_in = n_in, .n_out = n_out, .n_attrs = n_attrs, .attrs = attrs};
+    return n;
+}
+
+/* parse + infer + allocate (filled with garbage) + run. */
+static braid_status run(bd_node *n, bd_tensor *in, bd_tensor *out, bd_err *e)
+{
+    braid_status st = bd_op_parse(n, e);
+    if (st) return st;
+    if ((st = bd_op_infer(n, in, out, e))) return st;
+    for (int i = 0; i < n->n_out; i++) {
+        size_t nb;
+        if ((st = bd_tensor_nbytes(&out[i], &nb, e))) return st;
+        out[i].data = malloc(nb + 1);
+        memset(out[i].data, 0xAB, nb);
+    }
+    bd_kernel k = {.node = n, .in = in, .n_in = n->n_in, .out = out, .n_out = n->n_out,
+                   .threads = 1, .err = e};
+    return bd_cpu_run(&k);
+}
+
+static void done(bd_node *n, bd_tensor *out)
+{
+    for (int i = 0; i < n->n_out; i++) free(out[i].data), out[i].data = NULL;
+    bd_free(n->params), n->params = NULL;
+}
+
+static bd_tensor ints1(int64_t *v, int n)
+{
+    return (bd_tensor){.dtype = BRAID_DTYPE_INT64, .rank = 1, .dims = {n}, .data = v};
+}
+
+static void test_slice(void)
+{
+    /* x = 0..59 as 3x4x5 (float32) */
+    float x[60];
+    for (int i = 0; i < 60; i++) x[i] = (float)i;
+    bd_err e = {0};
+    bd_tensor out[1] = {0};
+    /* axis 2 reversed with step -2 from INT64_MAX (clamped to 4) to INT64_MIN
+     * (clamped to -1): indices 4, 2, 0; axis 0: start -2 (= 1) to 1000
+     * (clamped to 3), step 1: indices 1, 2. */
+    int64_t starts[] = {INT64_MAX, -2}, ends[] = {INT64_MIN, 1000}, axes[] = {-1, 0},
+            steps[] = {-2, 1};
+    bd_tensor in[5] = {{.dtype = BRAID_DTYPE_FLOAT, .rank = 3, .dims = {3, 4, 5}, .data = x},
+                       ints1(starts, 2), ints1(ends, 2), ints1(axes, 2), ints1(steps, 2)};
+    bd_node n = mk(BD_OP_Slice, 13, 5, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].rank, 3);
+    CHECK_EQ_INT(out[0].dims[0], 2);
+    CHECK_EQ_INT(out[0].dims[1], 4);
+    CHECK_EQ_INT(out[0].dims[2], 3);
+    const float *y = out[0].data;
+    int ok = 1;
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 3; c++)
+                ok &= y[(a * 4 + b) * 3 + c] == x[(a + 1) * 20 + b * 5 + (4 - 2 * c)];
+    CHECK(ok);
+    done(&n, out);
+
+    /* step -1 from -1 to -4 on axis 1 (int8): indices 3, 2, 1 */
+    int8_t xb[12];
+    for (int i = 0; i < 12; i++) xb[i] = (int8_t)(i * 3 - 20);
+    int64_t s2[] = {-1}, e2[] = {-4}, a2[] = {1}, st2[] = {-1};
+    bd_tensor in2[5] = {{.dtype = BRAID_DTYPE_INT8, .rank = 2, .dims = {3, 4}, .data = xb},
+                        ints1(s2, 1), ints1(e2, 1), ints1(a2, 1), ints1(st2, 1)};
+    n = mk(BD_OP_Slice, 13, 5, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in2, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[1], 3);
+    ok = 1;
+    for (int a = 0; a < 3; a++)
+        for (int c = 0; c < 3; c++) ok &= ((int8_t *)out[0].data)[a * 3 + c] == xb[a * 4 + 3 - c];
+    CHECK(ok);
+    done(&n, out);
+
+    /* an empty slice: start past the end */
+    int64_t s3[] = {10}, e3[] = {20};
+    bd_tensor in3[3] = {in2[0], ints1(s3, 1), ints1(e3, 1)};
+    n = mk(BD_OP_Slice, 13, 3, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in3, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 0);
+    done(&n, out);
+
+    /* step 0 is refused */
+    int64_t z[] = {0};
+    in2[4] = ints1(z, 1);
+    n = mk(BD_OP_Slice, 13, 5, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in2, out, &e), BRAID_ERR_INVALID_MODEL);
+    done(&n, out);
+}
+
+static void test_gather(void)
+{
+    int64_t x[12];
+    for (int i = 0; i < 12; i++) x[i] = 100 + i;
+    bd_err e = {0};
+    bd_tensor out[1] = {0};
+    /* axis 1 of 3x4 with int32 indices (-1, 0, -4, 2) -> 3x4 */
+    int32_t idx[] = {-1, 0, -4, 2};
+    bd_attr ax = {.name = "axis", .type = BD_ATTR_INT, .i = 1};
+    bd_tensor in[2] = {{.dtype = BRAID_DTYPE_INT64, .rank = 2, .dims = {3, 4}, .data = x},
+                       {.dtype = BRAID_DTYPE_INT32, .rank = 1, .dims = {4}, .data = idx}};
+    bd_node n = mk(BD_OP_Gather, 13, 2, 1, &ax, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    int want_col[] = {3, 0, 0, 2};
+    int ok = 1;
+    for (int r = 0; r < 3; r++)
+        for (int j = 0; j < 4; j++) ok &= ((int64_t *)out[0].data)[r * 4 + j] == x[r * 4 + want_col[j]];
+    CHECK(ok);
+    done(&n, out);
+
+    /* axis 0 with 2-D int64 indices (-1, 1; 0, -3) -> 2x2x4 */
+    int64_t idx2[] = {-1, 1, 0, -3};
+    bd_tensor in2[2] = {in[0], {.dtype = BRAID_DTYPE_INT64, .rank = 2, .dims = {2, 2}, .data = idx2}};
+    n = mk(BD_OP_Gather, 13, 2, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in2, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].rank, 3);
+    int rows[] = {2, 1, 0, 0};
+    ok = 1;
+    for (int i = 0; i < 4; i++)
+        for (int c = 0; c < 4; c++) ok &= ((int64_t *)out[0].data)[i * 4 + c] == x[rows[i] * 4 + c];
+    CHECK(ok);
+    done(&n, out);
+
+    /* an index out of range is an error at run time */
+    int64_t idx3[] = {3};
+    bd_tensor in3[2] = {in[0], ints1(idx3, 1)};
+    n = mk(BD_OP_Gather, 13, 2, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in3, out, &e), BRAID_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(e.msg, "index 3 is out of range");
+    done(&n, out);
+}
+
+static void test_pad(void)
+{
+    /* reflect: [[1,2,3],[4,5,6]] padded (1, 2) before and (0, 1) after on (rows, cols):
+     * numpy.pad(x, ((1,0),(2,1)), 'reflect') */
+    int32_t x[] = {1, 2, 3, 4, 5, 6};
+    int32_t want[] = {6, 5, 4, 5, 6, 5,
+                      3, 2, 1, 2, 3, 2,
+                      6, 5, 4, 5, 6, 5};
+    bd_err e = {0};
+    bd_tensor out[1] = {0};
+    bd_attr mode = {.name = "mode", .type = BD_ATTR_STRING, .s = "reflect"};
+    int64_t pads[] = {1, 2, 0, 1};
+    bd_tensor in[4] = {{.dtype = BRAID_DTYPE_INT32, .rank = 2, .dims = {2, 3}, .data = x},
+                       ints1(pads, 4)};
+    bd_node n = mk(BD_OP_Pad, 13, 2, 1, &mode, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 3);
+    CHECK_EQ_INT(out[0].dims[1], 6);
+    CHECK(memcmp(out[0].data, want, sizeof want) == 0);
+    done(&n, out);
+
+    /* constant 9 with a negative pad (crop) and opset-18 axes (-1 only):
+     * cols padded 1 before, cropped 1 after: [[9,1,2],[9,4,5]] */
+    int32_t nine = 9;
+    int64_t p2[] = {1, -1}, ax2[] = {-1};
+    int32_t want2[] = {9, 1, 2, 9, 4, 5};
+    bd_tensor in2[4] = {in[0], ints1(p2, 2),
+                        {.dtype = BRAID_DTYPE_INT32, .rank = 0, .data = &nine}, ints1(ax2, 1)};
+    n = mk(BD_OP_Pad, 18, 4, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in2, out, &e), BRAID_OK);
+    CHECK(memcmp(out[0].data, want2, sizeof want2) == 0);
+    done(&n, out);
+
+    /* edge, before opset 11 (pads attribute) */
+    int64_t p3[] = {0, 1, 1, 0};
+    bd_attr at3[] = {{.name = "mode", .type = BD_ATTR_STRING, .s = "edge"},
+                     {.name = "pads", .type = BD_ATTR_INTS, .n = 4, .ints = p3}};
+    int32_t want3[] = {1, 1, 2, 3, 4, 4, 5, 6, 4, 4, 5, 6};
+    n = mk(BD_OP_Pad, 2, 1, 1, at3, 2);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK(memcmp(out[0].data, want3, sizeof want3) == 0);
+    done(&n, out);
+}
+
+/* Transpose (0, 2, 3, 1) of an N x C x H x W tensor against the definition
+ * y[n][h][w][c] = x[n][c][h][w], for element sizes 4, 1 and 8 and a shape
+ * big enough for the tiled path. */
+#define CHECK_NHWC(T, DT, N, C, H, W)                                                              \
+    do {                                                                                           \
+        T *x_ = malloc(sizeof(T) * N * C * H * W);                                                 \
+        for (int i = 0; i < N * C * H * W; i++) x_[i] = (T)(i * 7 + 3);                            \
+        int64_t perm_[] = {0, 2, 3, 1};                                                            \
+        bd_attr p_ = {.name = "perm", .type = BD_ATTR_INTS, .n = 4, .ints = perm_};                \
+        bd_tensor in_[1] = {{.dtype = DT, .rank = 4, .dims = {N, C, H, W}, .data = x_}};           \
+        bd_tensor out_[1] = {0};                                                                   \
+        bd_err e_ = {0};                                                                           \
+        bd_node n_ = mk(BD_OP_Transpose, 13, 1, 1, &p_, 1);                                        \
+        CHECK_EQ_INT(run(&n_, in_, out_, &e_), BRAID_OK);                                          \
+        CHECK_EQ_INT(out_[0].dims[1], H);                                                          \
+        CHECK_EQ_INT(out_[0].dims[3], C);                                                          \
+        int ok_ = 1;                                                                               \
+        const T *y_ = out_[0].data;                                                                \
+        for (int n = 0; n < N; n++)                                                                \
+            for (int c = 0; c < C; c++)                                                            \
+                for (int h = 0; h < H; h++)                                                        \
+                    for (int w = 0; w < W; w++)                                                    \
+                        ok_ &= y_[((n * H + h) * W + w) * C + c] == x_[((n * C + c) * H + h) * W + w]; \
+        CHECK(ok_);                                                                                \
+        done(&n_, out_);                                                                           \
+        free(x_);                                                                                  \
+    } while (0)
+
+static void test_transpose(void)
+{
+    CHECK_NHWC(float, BRAID_DTYPE_FLOAT, 2, 3, 2, 2);
+    CHECK_NHWC(float, BRAID_DTYPE_FLOAT, 2, 37, 9, 11);
+    CHECK_NHWC(uint8_t, BRAID_DTYPE_UINT8, 1, 16, 5, 7);
+    CHECK_NHWC(int64_t, BRAID_DTYPE_INT64, 3, 40, 6, 6);
+
+    /* the 2x2x2x... small case, numbers written out: x = 0..11 as 1x3x2x2 */
+    float x[12];
+    for (int i = 0; i < 12; i++) x[i] = (float)i;
+    float want[] = {0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11};
+    int64_t perm[] = {0, 2, 3, 1};
+    bd_attr p = {.name = "perm", .type = BD_ATTR_INTS, .n = 4, .ints = perm};
+    bd_tensor in[1] = {{.dtype = BRAID_DTYPE_FLOAT, .rank = 4, .dims = {1, 3, 2, 2}, .data = x}};
+    bd_tensor out[1] = {0};
+    bd_err e = {0};
+    bd_node n = mk(BD_OP_Transpose, 13, 1, 1, &p, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK(memcmp(out[0].data, want, sizeof want) == 0);
+    done(&n, out);
+
+    /* default perm reverses: 2x3 -> 3x2 */
+    int16_t m[] = {1, 2, 3, 4, 5, 6}, mt[] = {1, 4, 2, 5, 3, 6};
+    in[0] = (bd_tensor){.dtype = BRAID_DTYPE_FLOAT16, .rank = 2, .dims = {2, 3}, .data = m};
+    n = mk(BD_OP_Transpose, 13, 1, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 3);
+    CHECK(memcmp(out[0].data, mt, sizeof mt) == 0);
+    done(&n, out);
+}
+
+static void test_concat_split(void)
+{
+    bd_err e = {0};
+    bd_tensor out[3] = {0};
+    uint16_t a[] = {1, 2, 3, 4}, b[] = {5, 6};
+    bd_attr ax = {.name = "axis", .type = BD_ATTR_INT, .i = -1};
+    bd_tensor in[2] = {{.dtype = BRAID_DTYPE_UINT16, .rank = 2, .dims = {2, 2}, .data = a},
+                       {.dtype = BRAID_DTYPE_UINT16, .rank = 2, .dims = {2, 1}, .data = b}};
+    bd_node n = mk(BD_OP_Concat, 13, 2, 1, &ax, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    uint16_t want[] = {1, 2, 5, 3, 4, 6};
+    CHECK_EQ_INT(out[0].dims[1], 3);
+    CHECK(memcmp(out[0].data, want, sizeof want) == 0);
+    done(&n, out);
+
+    /* Split opset 18, num_outputs 3 of 7 values: 3, 3, 1 */
+    float x[7] = {0, 1, 2, 3, 4, 5, 6};
+    bd_attr no = {.name = "num_outputs", .type = BD_ATTR_INT, .i = 3};
+    bd_tensor sx[2] = {{.dtype = BRAID_DTYPE_FLOAT, .rank = 1, .dims = {7}, .data = x}};
+    n = mk(BD_OP_Split, 18, 1, 3, &no, 1);
+    CHECK_EQ_INT(run(&n, sx, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 3);
+    CHECK_EQ_INT(out[1].dims[0], 3);
+    CHECK_EQ_INT(out[2].dims[0], 1);
+    CHECK_EQ_INT(((float *)out[1].data)[0], 3);
+    CHECK_EQ_INT(((float *)out[2].data)[0], 6);
+    done(&n, out);
+
+    /* Split opset 13 with sizes (2, 5) */
+    int64_t sizes[] = {2, 5};
+    sx[1] = ints1(sizes, 2);
+    n = mk(BD_OP_Split, 13, 2, 2, NULL, 0);
+    CHECK_EQ_INT(run(&n, sx, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[1].dims[0], 5);
+    CHECK_EQ_INT(((float *)out[1].data)[4], 6);
+    done(&n, out);
+
+    /* equal split that does not divide */
+    n = mk(BD_OP_Split, 13, 1, 2, NULL, 0);
+    CHECK_EQ_INT(run(&n, sx, out, &e), BRAID_ERR_SHAPE);
+    done(&n, out);
+}
+
+static void test_expand_tile(void)
+{
+    bd_err e = {0};
+    bd_tensor out[1] = {0};
+    /* Expand 3x1 to (2, 1, 4): bidirectional -> 2x3x4 */
+    double x[] = {1, 2, 3};
+    int64_t shp[] = {2, 1, 4};
+    bd_tensor in[2] = {{.dtype = BRAID_DTYPE_DOUBLE, .rank = 2, .dims = {3, 1}, .data = x},
+                       ints1(shp, 3)};
+    bd_node n = mk(BD_OP_Expand, 13, 2, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].rank, 3);
+    CHECK_EQ_INT(out[0].dims[1], 3);
+    int ok = 1;
+    for (int i = 0; i < 24; i++) ok &= ((double *)out[0].data)[i] == x[(i / 4) % 3];
+    CHECK(ok);
+    done(&n, out);
+
+    /* Tile 2x2 by (2, 3) -> 4x6 */
+    uint8_t t[] = {1, 2, 3, 4};
+    int64_t rep[] = {2, 3};
+    bd_tensor tin[2] = {{.dtype = BRAID_DTYPE_BOOL, .rank = 2, .dims = {2, 2}, .data = t},
+                        ints1(rep, 2)};
+    n = mk(BD_OP_Tile, 13, 2, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, tin, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 4);
+    CHECK_EQ_INT(out[0].dims[1], 6);
+    ok = 1;
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 6; c++) ok &= ((uint8_t *)out[0].data)[r * 6 + c] == t[(r % 2) * 2 + c % 2];
+    CHECK(ok);
+    done(&n, out);
+}
+
+int main(void)
+{
+    test_slice();
+    test_gather();
+    test_pad();
+    test_transpose();
+    test_concat_split();
+    test_expand_tile();
+    return check_done();
+}

@@ -1,0 +1,237 @@
+/* test_pool.c: the pool family on hand-computed numbers: MaxPool 2x2 stride 2
+ * (values and Indices, both storage orders), AveragePool with
+ * count_include_pad 0 and 1 on a padded 3x3 input, ceil_mode output sizes
+ * (including the rule that the last window starts inside the input or the
+ * left pad), global pools, and the errors for bad dtypes and attributes. */
+#include "backend/cpu/cpu_ops.h"
+#include "check.h"
+
+#include <stdlib.h>
+
+#define MAX_ATTRS 8
+
+typedef struct test_node {
+    bd_node n;
+    bd_attr attrs[MAX_ATTRS];
+    int in[1], out[2];
+} test_node;
+
+static void node_init(test_node *t, int op, int n_out)
+{
+    memset(t, 0, sizeof *t);
+    t->n.name = "pool_under_test";
+    t->n.op_type = (char *)bd_op_table[op].name;
+    t->n.domain = "";
+    t->n.op = op;
+    t->n.opset = 19;
+    t->n.n_in = 1;
+    t->n.n_out = n_out;
+    t->n.in = t->in;
+    t->n.out = t->out;
+    t->n.attrs = t->attrs;
+}
+
+static void attr_ints(test_node *t, const char *name, int n, const int64_t *v)
+{
+    bd_attr *a = &t->attrs[t->n.n_attrs++];
+    a->name = (char *)name;
+    a->type = BD_ATTR_INTS;
+    a->n = n;
+    a->ints = (int64_t *)v;
+}
+
+static void attr_int(test_node *t, const char *name, int64_t v)
+{
+    bd_attr *a = &t->attrs[t->n.n_attrs++];
+    a->name = (char *)name;
+    a->type = BD_ATTR_INT;
+    a->i = v;
+}
+
+static void attr_str(test_node *t, const char *name, const char *s)
+{
+    bd_attr *a = &t->attrs[t->n.n_attrs++];
+    a->name = (char *)name;
+    a->type = BD_ATTR_STRING;
+    a->s = (char *)s;
+}
+
+static bd_tensor tensor4(int64_t n, int64_t c, int64_t h, int64_t w, float *data)
+{
+    bd_tensor t = {BRAID_DTYPE_FLOAT, 4, {n, c, h, w}, data};
+    return t;
+}
+
+/* Parses, infers and runs the node on x; out[] gets allocated data. */
+static braid_status run(test_node *t, bd_tensor *x, bd_tensor *out, bd_err *e)
+{
+    braid_status st = bd_op_parse(&t->n, e);
+    if (st != BRAID_OK) return st;
+    st = bd_op_infer(&t->n, x, out, e);
+    if (st != BRAID_OK) return st;
+    for (int i = 0; i < t->n.n_out; i++) {
+        out[i].data = calloc((size_t)bd_numel(&out[i]), bd_dtype_size(out[i].dtype));
+    }
+    bd_kernel k = {&t->n, x, 1, out, t->n.n_out, 1, e};
+    return bd_cpu_run(&k);
+}
+
+static void done(test_node *t, bd_tensor *out)
+{
+    for (int i = 0; i < t->n.n_out; i++) free(out[i].data);
+    bd_free(t->n.params);
+    t->n.params = NULL;
+}
+
+int main(void)
+{
+    bd_err e = {0};
+    test_node t;
+    bd_tensor out[2];
+
+    /* MaxPool 2x2 stride 2 on 1..16 (4x4): the max of each quadrant. */
+    float x16[16];
+    for (int i = 0; i < 16; i++) x16[i] = (float)(i + 1);
+    static const int64_t k22[] = {2, 2}, s22[] = {2, 2};
+    for (int order = 0; order < 2; order++) {
+        node_init(&t, BD_OP_MaxPool, 2);
+        attr_ints(&t, "kernel_shape", 2, k22);
+        attr_ints(&t, "strides", 2, s22);
+        attr_int(&t, "storage_order", order);
+        bd_tensor x = tensor4(1, 1, 4, 4, x16);
+        memset(out, 0, sizeof out);
+        CHECK_EQ_INT(run(&t, &x, out, &e), BRAID_OK);
+        CHECK_EQ_INT(out[0].rank, 4);
+        CHECK_EQ_INT(out[0].dims[2], 2);
+        CHECK_EQ_INT(out[0].dims[3], 2);
+        CHECK_EQ_INT(out[1].dtype, BRAID_DTYPE_INT64);
+        const float want[4] = {6, 8, 14, 16};
+        /* The max of quadrant (qy, qx) sits at row 2qy+1, col 2qx+1. */
+        const int64_t row_major[4] = {5, 7, 13, 15}, col_major[4] = {5, 13, 7, 15};
+        for (int i = 0; i < 4; i++) {
+            CHECK_NEAR(((float *)out[0].data)[i], want[i], 0, 0);
+            CHECK_EQ_INT(((int64_t *)out[1].data)[i], order ? col_major[i] : row_major[i]);
+        }
+        done(&t, out);
+    }
+
+    /* AveragePool 3x3, pads 1, on 1..9 (3x3). The corner window holds 1, 2, 4
+     * and 5 (sum 12): 12/4 = 3 without the pad cells, 12/9 with them. */
+    float x9[9];
+    for (int i = 0; i < 9; i++) x9[i] = (float)(i + 1);
+    static const int64_t k33[] = {3, 3}, p1111[] = {1, 1, 1, 1};
+    const float want_cip0[9] = {3, 3.5f, 4, 4.5f, 5, 5.5f, 6, 6.5f, 7};
+    const float want_cip1[9] = {12 / 9.f, 21 / 9.f, 16 / 9.f, 27 / 9.f, 5,
+                                33 / 9.f, 24 / 9.f, 39 / 9.f, 28 / 9.f};
+    for (int cip = 0; cip < 2; cip++) {
+        node_init(&t, BD_OP_AveragePool, 1);
+        attr_ints(&t, "kernel_shape", 2, k33);
+        attr_ints(&t, "pads", 4, p1111);
+        attr_int(&t, "count_include_pad", cip);
+        bd_tensor x = tensor4(1, 1, 3, 3, x9);
+        memset(out, 0, sizeof out);
+        CHECK_EQ_INT(run(&t, &x, out, &e), BRAID_OK);
+        CHECK_EQ_INT(out[0].dims[2], 3);
+        CHECK_EQ_INT(out[0].dims[3], 3);
+        for (int i = 0; i < 9; i++)
+            CHECK_NEAR(((float *)out[0].data)[i], cip ? want_cip1[i] : want_cip0[i], 1e-6, 1e-6);
+        done(&t, out);
+    }
+
+    /* ceil_mode, 1-D [1 2 3 4], kernel 3, stride 2, pads 1: floor gives 2
+     * windows, ceil 3. The third starts at 3 and covers 3, 4 (right pad) and
+     * 5 (added by ceil_mode): count_include_pad divides by 2, not 3. */
+    float x4[4] = {1, 2, 3, 4};
+    static const int64_t k3[] = {3}, s2[] = {2}, p11[] = {1, 1};
+    for (int ceil = 0; ceil < 2; ceil++) {
+        node_init(&t, BD_OP_AveragePool, 1);
+        attr_ints(&t, "kernel_shape", 1, k3);
+        attr_ints(&t, "strides", 1, s2);
+        attr_ints(&t, "pads", 2, p11);
+        attr_int(&t, "ceil_mode", ceil);
+        attr_int(&t, "count_include_pad", 1);
+        bd_tensor x = {BRAID_DTYPE_FLOAT, 3, {1, 1, 4}, x4};
+        memset(out, 0, sizeof out);
+        CHECK_EQ_INT(run(&t, &x, out, &e), BRAID_OK);
+        CHECK_EQ_INT(out[0].dims[2], ceil ? 3 : 2);
+        const float want[3] = {1, 3, 2};
+        for (int i = 0; i < (ceil ? 3 : 2); i++)
+            CHECK_NEAR(((float *)out[0].data)[i], want[i], 1e-6, 1e-6);
+        done(&t, out);
+    }
+
+    /* ceil_mode may not start a window in the right pad: 2x2 input, kernel 1,
+     * stride 2 gives ceil(1/2)+1 = 2, but window 2 would start at 2 (outside),
+     * so the output is 1x1 (onnx test maxpool_2d_ceil_output_size_reduce_by_one). */
+    static const int64_t k11[] = {1, 1};
+    node_init(&t, BD_OP_MaxPool, 1);
+    attr_ints(&t, "kernel_shape", 2, k11);
+    attr_ints(&t, "strides", 2, s22);
+    attr_int(&t, "ceil_mode", 1);
+    bd_tensor x22 = tensor4(1, 1, 2, 2, x16);
+    memset(out, 0, sizeof out);
+    CHECK_EQ_INT(run(&t, &x22, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[2], 1);
+    CHECK_EQ_INT(out[0].dims[3], 1);
+    CHECK_NEAR(((float *)out[0].data)[0], 1, 0, 0);
+    done(&t, out);
+
+    /* SAME_UPPER on 4x4, kernel 3, stride 2: 2x2 output, pads (0, 1). */
+    node_init(&t, BD_OP_MaxPool, 1);
+    attr_ints(&t, "kernel_shape", 2, k33);
+    attr_ints(&t, "strides", 2, s22);
+    attr_str(&t, "auto_pad", "SAME_UPPER");
+    bd_tensor x44 = tensor4(1, 1, 4, 4, x16);
+    memset(out, 0, sizeof out);
+    CHECK_EQ_INT(run(&t, &x44, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[2], 2);
+    const float want_same[4] = {11, 12, 15, 16};
+    for (int i = 0; i < 4; i++) CHECK_NEAR(((float *)out[0].data)[i], want_same[i], 0, 0);
+    done(&t, out);
+
+    /* Global pools over 2 channels of 2x2. */
+    float x8[8] = {1, 2, 3, 4, -5, -6, -7, -8};
+    node_init(&t, BD_OP_GlobalAveragePool, 1);
+    bd_tensor xg = tensor4(1, 2, 2, 2, x8);
+    memset(out, 0, sizeof out);
+    CHECK_EQ_INT(run(&t, &xg, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[2], 1);
+    CHECK_NEAR(((float *)out[0].data)[0], 2.5, 1e-6, 0);
+    CHECK_NEAR(((float *)out[0].data)[1], -6.5, 1e-6, 0);
+    done(&t, out);
+    node_init(&t, BD_OP_GlobalMaxPool, 1);
+    memset(out, 0, sizeof out);
+    CHECK_EQ_INT(run(&t, &xg, out, &e), BRAID_OK);
+    CHECK_NEAR(((float *)out[0].data)[0], 4, 0, 0);
+    CHECK_NEAR(((float *)out[0].data)[1], -5, 0, 0);
+    done(&t, out);
+
+    /* Errors: int32 data, a missing kernel_shape, a window bigger than the input. */
+    node_init(&t, BD_OP_MaxPool, 1);
+    attr_ints(&t, "kernel_shape", 2, k22);
+    bd_tensor xi = tensor4(1, 1, 4, 4, x16);
+    xi.dtype = BRAID_DTYPE_INT32;
+    memset(out, 0, sizeof out);
+    CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
+    CHECK_EQ_INT(bd_op_infer(&t.n, &xi, out, &e), BRAID_ERR_UNSUPPORTED);
+    CHECK_CONTAINS(e.msg, "int32");
+    done(&t, out);
+    static const int64_t k44[] = {4, 4};
+    node_init(&t, BD_OP_MaxPool, 1);
+    attr_ints(&t, "kernel_shape", 2, k44);
+    CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
+    bd_tensor x1 = tensor4(1, 1, 1, 1, x16);
+    CHECK_EQ_INT(bd_op_infer(&t.n, &x1, out, &e), BRAID_ERR_SHAPE);
+    CHECK_CONTAINS(e.msg, "larger than the padded input");
+    done(&t, out);
+    node_init(&t, BD_OP_AveragePool, 1);
+    CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "'kernel_shape' is required");
+    attr_ints(&t, "kernel_shape", 2, k22);
+    attr_str(&t, "auto_pad", "SAME");
+    CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "auto_pad");
+    done(&t, out);
+
+    return check_done();
+}
