@@ -419,7 +419,9 @@ static braid_status get_plan(braid_session *s, const bd_tensor *in, bd_prepared 
     if (c == PLAN_CACHE || !s->cache[c]) {
         bd_prepared *p = bd_calloc(1, sizeof *p);
         if (!p) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
-        braid_status st = bd_prepare(g, in, s->x.max_streams, p, e);
+        int ms = s->x.max_streams;
+        if (!ms) ms = s->be->auto_streams ? s->be->auto_streams(s->bstate) : BD_AUTO_MAX_STREAMS;
+        braid_status st = bd_prepare(g, in, ms, p, e);
         if (!st) {
             st = s->be->prepare(s->bstate, p, e);
             if (st) bd_prepared_free(p);
@@ -438,6 +440,25 @@ static braid_status get_plan(braid_session *s, const bd_tensor *in, bd_prepared 
     s->cache[0] = p;
     *out = p;
     return BRAID_OK;
+}
+
+braid_status bd_session_plan(braid_session *s, const braid_tensor *inputs, const bd_prepared **out, bd_err *e)
+{
+    const bd_graph *g = &s->m->g;
+    bd_tensor in[64];
+    if (g->n_inputs > 64) return BD_FAIL(e, BRAID_ERR_LIMIT, "the model has %d inputs; braid accepts up to 64", g->n_inputs);
+    for (int i = 0; i < g->n_inputs; i++) {
+        in[i] = (bd_tensor){.dtype = inputs[i].dtype, .rank = inputs[i].rank, .data = inputs[i].data};
+        memcpy(in[i].dims, inputs[i].dims, sizeof in[i].dims);
+        braid_status st = bd_check_input(g, i, &in[i], e);
+        if (st) return st;
+    }
+    pthread_mutex_lock(&s->mu);
+    bd_prepared *p = NULL;
+    braid_status st = get_plan(s, in, &p, e);
+    pthread_mutex_unlock(&s->mu);
+    *out = p;
+    return st;
 }
 
 static braid_status run_locked(braid_session *s, int n_inputs, const braid_tensor *inputs, int n_outputs,

@@ -8,4 +8,11 @@
 
 const bd_graph *bd_model_graph(const braid_model *m);
 
+/* The plan a run of s with these inputs uses (made and cached if needed);
+ * owned by the session. */
+struct bd_prepared;
+struct bd_err;
+braid_status bd_session_plan(braid_session *s, const braid_tensor *inputs, const struct bd_prepared **out,
+                             struct bd_err *e);
+
 #endif

@@ -64,6 +64,10 @@ typedef struct bd_backend {
     void (*free_shared)(void *state, void *p);
     /* Live device streams and events (optional). */
     void (*counts)(void *state, long *streams, long *events);
+    /* The most streams an automatic plan should use on this backend
+     * (optional: BD_AUTO_MAX_STREAMS). The CPU answers its core budget: more
+     * stream threads than cores only contend. */
+    int (*auto_streams)(void *state);
 } bd_backend;
 
 extern const bd_backend bd_backend_cpu;
@@ -73,10 +77,11 @@ extern const bd_backend bd_backend_cuda;
 int bd_cuda_probe(char *why, size_t n);
 #endif
 
-/* The most streams an automatic plan uses. */
+/* The most streams an automatic plan uses on any backend. */
 #define BD_AUTO_MAX_STREAMS 8
 
-/* Builds the plan of one input signature (backend-independent part). */
+/* Builds the plan of one input signature (backend-independent part).
+ * max_streams: 0 = automatic, up to BD_AUTO_MAX_STREAMS. */
 braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_streams, bd_prepared *p, bd_err *e);
 void bd_prepared_free(bd_prepared *p);
 /* Appends a trace event (thread-safe only per stream slot: callers lock). */

@@ -8,12 +8,14 @@
 #include "backend/backend.h"
 #include "cli/cli.h"
 
+/* Prints the plan a run would use: made through a session, so the backend's
+ * choices (its automatic stream count) are the run's. */
 int cli_plan(const cli_opts *o)
 {
     braid_model *m = NULL;
+    braid_session *s = NULL;
     braid_tensor ins[CLI_MAX_ARGS];
-    bd_tensor bins[CLI_MAX_ARGS];
-    bd_prepared p = {0};
+    const bd_prepared *p = NULL;
     bd_err e = {0};
     char err[1200];
     int rc = CLI_FAIL, n_in = 0;
@@ -22,17 +24,15 @@ int cli_plan(const cli_opts *o)
     n_in = braid_model_input_count(m);
     if (n_in > CLI_MAX_ARGS) { n_in = 0; rc = cli_fail("too many inputs"); goto done; }
     if (cli_make_inputs(o, m, ins, err, sizeof err)) { n_in = 0; rc = cli_fail("%s", err); goto done; }
-    for (int i = 0; i < n_in; i++) {
-        bins[i] = (bd_tensor){.dtype = ins[i].dtype, .rank = ins[i].rank, .data = ins[i].data};
-        memcpy(bins[i].dims, ins[i].dims, sizeof bins[i].dims);
-    }
-    if ((st = bd_prepare(bd_model_graph(m), bins, o->streams, &p, &e))) { cli_fail("%s", e.msg); rc = cli_status_exit(st); goto done; }
-    bd_plan_print(stdout, &p.sin, &p.plan);
-    if (o->dot && bd_plan_write_dot(o->dot, &p.sin, &p.plan, &e)) { rc = cli_fail("%s", e.msg); goto done; }
+    if ((st = cli_session(o, m, o->streams, &s))) { cli_fail("%s", braid_last_error()); rc = cli_status_exit(st); goto done; }
+    if ((st = bd_session_plan(s, ins, &p, &e))) { cli_fail("%s", e.msg); rc = cli_status_exit(st); goto done; }
+    printf("backend %s\n", braid_session_backend(s) == BRAID_BACKEND_CUDA ? "cuda" : "cpu");
+    bd_plan_print(stdout, &p->sin, &p->plan);
+    if (o->dot && bd_plan_write_dot(o->dot, &p->sin, &p->plan, &e)) { rc = cli_fail("%s", e.msg); goto done; }
     rc = CLI_OK;
 done:
-    bd_prepared_free(&p);
     cli_free_tensors(ins, n_in);
+    braid_session_destroy(s);
     braid_model_destroy(m);
     return rc;
 }

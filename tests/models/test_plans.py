@@ -3,9 +3,10 @@ shape the design promises, read from `braid plan` and `braid run --profile`.
 
 - two_conv_add: the two convolutions run on different streams and the Add
   waits on an event (2 streams, 1 event).
-- inception: four towers on four streams; the Concat's stream waits on the
-  other three (no single-dependency limit).
-- wide: eight branches on eight streams when automatic, at most N with --streams N.
+- inception: four towers on four streams (given up to 8); the Concat's stream
+  waits on the other three (no single-dependency limit).
+- wide: eight branches on eight streams given 8, at most N with --streams N;
+  automatic on the CPU uses the graph's width capped by the thread budget.
 - any model with --streams 1: one stream, no events.
 - outputs are bitwise identical for any --streams and --threads.
 - --profile writes Chrome trace JSON with one track per stream and one slice
@@ -72,14 +73,17 @@ def main():
     check(len(waits_before(s, "add")) == 1, "two_conv_add: the Add waits on one event right before it")
     check(arena <= total, f"two_conv_add: arena {arena} <= intermediates {total}")
 
-    s, (ns, ne, arena, total) = plan(braid, m("inception"))
+    s, (ns, ne, arena, total) = plan(braid, m("inception"), "--streams", "8")
     check(ns == 4, f"inception: 4 streams, got {ns}")
     towers = {stream_of(s, t) for t in ("t1_", "t2_", "t3_", "t4_")}
     check(len(towers) == 4, f"inception: each tower on its own stream, got {towers}")
     check(len(waits_before(s, "concat")) == 3, f"inception: the Concat waits on 3 events, got {waits_before(s, 'concat')}")
 
-    s, (ns, ne, arena, total) = plan(braid, m("wide"))
-    check(ns == 8, f"wide: 8 streams when automatic, got {ns}")
+    s, (ns, ne, arena, total) = plan(braid, m("wide"), "--streams", "8")
+    check(ns == 8, f"wide: 8 streams given 8, got {ns}")
+    for threads in (1, 2, 3, 6):
+        s, (ns, ne, arena, total) = plan(braid, m("wide"), "--backend", "cpu", "--threads", str(threads))
+        check(ns == threads, f"wide: automatic on the CPU with {threads} threads gives {threads} streams, got {ns}")
     for cap in (2, 3):
         s, (ns, ne, arena, total) = plan(braid, m("wide"), "--streams", str(cap))
         check(ns <= cap, f"wide: at most {cap} streams with --streams {cap}, got {ns}")
@@ -106,7 +110,8 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         prof = os.path.join(tmp, "trace.json")
-        p = subprocess.run([braid, "run", m("inception"), "--backend", "cpu", "--profile", prof], capture_output=True, text=True)
+        p = subprocess.run([braid, "run", m("inception"), "--backend", "cpu", "--streams", "8", "--profile", prof],
+                           capture_output=True, text=True)
         check(p.returncode == 0, f"run --profile exits 0: {p.stderr}")
         trace = json.load(open(prof))["traceEvents"]
         slices = [e for e in trace if e["ph"] == "X"]

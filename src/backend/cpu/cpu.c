@@ -1,9 +1,10 @@
 /* cpu.c: the CPU backend. Each plan stream runs on its own worker thread
- * (stream 0 on the caller's); an event is a generation counter guarded by a
- * mutex and a condition variable: RECORD stores the run's generation and
- * wakes waiters, WAIT sleeps until the event holds this run's generation. A
- * failing kernel aborts the run: every waiter wakes up and every stream
- * stops, so an error never deadlocks. */
+ * (stream 0 on the caller's; the others are started once per plan and park
+ * between runs); an event is a generation counter guarded by a mutex and a
+ * condition variable: RECORD stores the run's generation and wakes waiters,
+ * WAIT sleeps until the event holds this run's generation. A failing kernel
+ * aborts the run: every waiter wakes up and every stream stops, so an error
+ * never deadlocks. */
 #include <cblas.h>
 #include <pthread.h>
 #include <string.h>
@@ -17,16 +18,31 @@ typedef struct cpu_state {
     int profile;
 } cpu_state;
 
+typedef struct worker {
+    struct bd_prepared *p;
+    struct cpu_state *s;
+    int stream;
+    int threads;
+    pthread_t tid;
+} worker;
+
 typedef struct cpu_plan {
     void *arena_base;  /* bd_malloc'ed, arena is aligned inside it */
     long *event_gen;   /* per event: the generation of the run that recorded it */
-    long gen;
+    long gen;          /* the current run; also what parked workers wait for */
     int abort;
     bd_err err;        /* the first failure of the run */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;      /* events */
+    pthread_cond_t go_cv;   /* parked workers wait for a new gen */
+    pthread_cond_t done_cv; /* the caller waits for the workers to finish */
+    int done, quit;
+    worker *w;              /* n_streams workers; w[0] is the caller's */
+    int n_started;          /* worker threads running (streams 1..n_started) */
     int max_in, max_out;
 } cpu_plan;
+
+static void *run_stream(void *arg);
 
 static braid_status cpu_open(const bd_graph *g, const bd_exec_opts *o, void **state, bd_err *e)
 {
@@ -48,14 +64,43 @@ static void cpu_release(void *state, bd_prepared *p)
 {
     cpu_plan *cp = p->bstate;
     if (cp) {
+        pthread_mutex_lock(&cp->mu);
+        cp->quit = 1;
+        pthread_cond_broadcast(&cp->go_cv);
+        pthread_mutex_unlock(&cp->mu);
+        for (int t = 1; t <= cp->n_started; t++) pthread_join(cp->w[t].tid, NULL);
         pthread_mutex_destroy(&cp->mu);
         pthread_cond_destroy(&cp->cv);
+        pthread_cond_destroy(&cp->go_cv);
+        pthread_cond_destroy(&cp->done_cv);
+        bd_free(cp->w);
         bd_free(cp->arena_base);
         bd_free(cp->event_gen);
         bd_free(cp);
     }
     for (int o = 0; o < p->g->n_outputs; o++) { bd_free(p->out_data[o]); p->out_data[o] = NULL; }
     p->bstate = NULL;
+}
+
+/* A parked stream thread: runs its stream once per new generation. */
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    cpu_plan *cp = w->p->bstate;
+    long seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&cp->mu);
+        while (cp->gen == seen && !cp->quit) pthread_cond_wait(&cp->go_cv, &cp->mu);
+        int quit = cp->quit;
+        seen = cp->gen;
+        pthread_mutex_unlock(&cp->mu);
+        if (quit) return NULL;
+        run_stream(w);
+        pthread_mutex_lock(&cp->mu);
+        cp->done++;
+        pthread_cond_signal(&cp->done_cv);
+        pthread_mutex_unlock(&cp->mu);
+    }
 }
 
 static braid_status cpu_prepare(void *state, bd_prepared *p, bd_err *e)
@@ -67,6 +112,8 @@ static braid_status cpu_prepare(void *state, bd_prepared *p, bd_err *e)
     p->bstate = cp;
     pthread_mutex_init(&cp->mu, NULL);
     pthread_cond_init(&cp->cv, NULL);
+    pthread_cond_init(&cp->go_cv, NULL);
+    pthread_cond_init(&cp->done_cv, NULL);
     cp->arena_base = bd_malloc(p->plan.arena_size + BD_PLAN_ALIGN);
     cp->event_gen = bd_calloc((size_t)p->plan.n_events + 1, sizeof(long));
     BD_CHECK_ALLOC(e, cp->arena_base && cp->event_gen);
@@ -84,19 +131,24 @@ static braid_status cpu_prepare(void *state, bd_prepared *p, bd_err *e)
         cp->max_in = BD_MAX(cp->max_in, g->nodes[p->live[i]].n_in);
         cp->max_out = BD_MAX(cp->max_out, g->nodes[p->live[i]].n_out);
     }
+    /* Stream threads, started once; intra-op threads share the cores with them. */
+    int S = BD_MAX(p->plan.n_streams, 1);
+    cpu_state *s = state;
+    cp->w = bd_calloc((size_t)S, sizeof *cp->w);
+    BD_CHECK_ALLOC(e, cp->w);
+    for (int t = 0; t < S; t++) cp->w[t] = (worker){.p = p, .s = s, .stream = t, .threads = BD_MAX(1, s->threads / S)};
+    for (int t = 1; t < S; t++) {
+        if (pthread_create(&cp->w[t].tid, NULL, worker_main, &cp->w[t]) != 0) {
+            st = BD_FAIL(e, BRAID_ERR_INTERNAL, "cannot start the thread of stream %d", t);
+            goto fail;
+        }
+        cp->n_started = t;
+    }
     return BRAID_OK;
 fail:
     cpu_release(state, p);
     return st;
 }
-
-typedef struct worker {
-    bd_prepared *p;
-    cpu_state *s;
-    int stream;
-    int threads;
-    pthread_t tid;
-} worker;
 
 static void run_abort(cpu_plan *cp, const bd_err *err)
 {
@@ -173,33 +225,20 @@ done:
 
 static braid_status cpu_run(void *state, bd_prepared *p, const bd_tensor *inputs, bd_err *e)
 {
-    cpu_state *s = state;
     cpu_plan *cp = p->bstate;
     const bd_graph *g = p->g;
-    int S = p->plan.n_streams;
-    if (S < 1) return BRAID_OK; /* nothing to run: every output is a constant or an input */
+    if (p->plan.n_streams < 1) return BRAID_OK; /* nothing to run: every output is a constant or an input */
     for (int i = 0; i < g->n_inputs; i++) p->vals[g->inputs[i]].data = inputs[i].data;
-    worker *w = bd_calloc((size_t)S, sizeof *w);
-    if (!w) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
-    cp->gen++;
+    pthread_mutex_lock(&cp->mu);
     cp->abort = 0;
-    /* Intra-op threads share the cores with the stream threads; OpenBLAS runs
-     * single-threaded (see backend/cpu/parallel.h). */
-    int per = BD_MAX(1, s->threads / S);
-    int started = 1;
-    for (int t = 0; t < S; t++) w[t] = (worker){.p = p, .s = s, .stream = t, .threads = per};
-    for (int t = 1; t < S; t++) {
-        if (pthread_create(&w[t].tid, NULL, run_stream, &w[t]) != 0) {
-            bd_err err;
-            BD_FAIL(&err, BRAID_ERR_INTERNAL, "cannot start the thread of stream %d", t);
-            run_abort(cp, &err);
-            break;
-        }
-        started++;
-    }
-    run_stream(&w[0]);
-    for (int t = 1; t < started; t++) pthread_join(w[t].tid, NULL);
-    bd_free(w);
+    cp->done = 0;
+    cp->gen++; /* a new run: events of the last one no longer count, parked streams go */
+    pthread_cond_broadcast(&cp->go_cv);
+    pthread_mutex_unlock(&cp->mu);
+    run_stream(&cp->w[0]);
+    pthread_mutex_lock(&cp->mu);
+    while (cp->done < cp->n_started) pthread_cond_wait(&cp->done_cv, &cp->mu);
+    pthread_mutex_unlock(&cp->mu);
     if (cp->abort) {
         *e = cp->err;
         return e->status;
@@ -207,7 +246,14 @@ static braid_status cpu_run(void *state, bd_prepared *p, const bd_tensor *inputs
     return BRAID_OK;
 }
 
+static int cpu_auto_streams(void *state)
+{
+    const cpu_state *s = state;
+    return BD_MAX(1, BD_MIN(s->threads, BD_AUTO_MAX_STREAMS));
+}
+
 const bd_backend bd_backend_cpu = {
+    .auto_streams = cpu_auto_streams,
     .name = "cpu",
     .open = cpu_open,
     .close = cpu_close,
