@@ -3,9 +3,10 @@
 the same model and input, in one run, with the machine named. Prints a
 Markdown table (and appends it to a file with --append FILE).
 
-braid is timed with `braid bench` (its median over --iterations after
---warmup); onnxruntime with the same counts, all graph optimizations on,
-in both its sequential and its parallel execution mode.
+braid is timed with `braid bench`, which runs the serial plan and the
+concurrent plan alternately (so load from elsewhere falls on both alike);
+onnxruntime right after with the same counts, all graph optimizations on, in
+both its sequential and its parallel execution mode.
 Usage: bench.py MODEL [--shape NAME=1x3x224x224] [--threads N] [--iterations K] [--warmup W]
                 [--braid build/braid] [--append docs/benchmarks.md] [--label TEXT]
 """
@@ -35,16 +36,21 @@ def cpu_name():
     return platform.processor() or "unknown CPU"
 
 
-def braid_median(braid, model, shapes, streams, threads, iters, warmup, backend):
-    cmd = [braid, "bench", model, "--streams", str(streams), "--threads", str(threads), "--iterations", str(iters),
-           "--warmup", str(warmup), "--backend", backend]
+def braid_medians(braid, model, shapes, threads, iters, warmup, backend):
+    """braid's serial and concurrent plans, timed alternately by `braid bench`."""
+    cmd = [braid, "bench", model, "--threads", str(threads), "--iterations", str(iters), "--warmup", str(warmup),
+           "--backend", backend]
     for s in shapes:
         cmd += ["--shape", s]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"bench.py: {' '.join(cmd)} failed: {p.stderr.strip()}")
-    med = float(re.search(r"^median ([\d.]+) ms", p.stdout, re.M).group(1))
-    return med, p.stdout
+    m = re.search(r"serial plan median ([\d.]+) ms \(min ([\d.]+)\), concurrent plan median ([\d.]+) ms \(min ([\d.]+)\)",
+                  p.stdout)
+    streams = subprocess.run([braid, "plan", model, "--threads", str(threads), "--backend", backend] +
+                             [x for s in shapes for x in ("--shape", s)], capture_output=True, text=True).stdout
+    n = re.search(r"streams (\d+), events (\d+)", streams)
+    return [float(x) for x in m.groups()], (int(n.group(1)), int(n.group(2))) if n else (0, 0)
 
 
 def ort_median(model, shapes, threads, iters, warmup, parallel):
@@ -68,7 +74,7 @@ def ort_median(model, shapes, threads, iters, warmup, parallel):
         t = time.perf_counter()
         sess.run(None, feeds)
         ms.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(ms)
+    return statistics.median(ms), min(ms)
 
 
 def main():
@@ -83,20 +89,22 @@ def main():
     ap.add_argument("--append")
     ap.add_argument("--label", default="")
     a = ap.parse_args()
-    serial, _ = braid_median(a.braid, a.model, a.shape, 1, a.threads, a.iterations, a.warmup, a.backend)
-    conc, out = braid_median(a.braid, a.model, a.shape, 0, a.threads, a.iterations, a.warmup, a.backend)
-    o_seq = ort_median(a.model, a.shape, a.threads, a.iterations, a.warmup, False)
-    o_par = ort_median(a.model, a.shape, a.threads, a.iterations, a.warmup, True)
+    (serial, serial_min, conc, conc_min), (ns, ne) = braid_medians(a.braid, a.model, a.shape, a.threads, a.iterations,
+                                                                   a.warmup, a.backend)
+    o_seq, o_seq_min = ort_median(a.model, a.shape, a.threads, a.iterations, a.warmup, False)
+    o_par, o_par_min = ort_median(a.model, a.shape, a.threads, a.iterations, a.warmup, True)
     name = os.path.relpath(a.model)
     machine = f"{cpu_name()}, {os.cpu_count()} cores, {a.backend}, {a.threads} threads"
     rows = [
-        f"| {name}{' ' + a.label if a.label else ''} | braid serial plan (--streams 1) | {serial:.3f} | 1.00 |",
-        f"| | braid concurrent plan (automatic streams) | {conc:.3f} | {serial / conc:.2f} |",
-        f"| | onnxruntime {ort.__version__}, sequential | {o_seq:.3f} | {serial / o_seq:.2f} |",
-        f"| | onnxruntime {ort.__version__}, parallel execution | {o_par:.3f} | {serial / o_par:.2f} |",
+        f"| {name}{' ' + a.label if a.label else ''} | braid serial plan (--streams 1) | {serial:.3f} | {serial_min:.3f} | 1.00 |",
+        f"| | braid concurrent plan (automatic: {ns} streams, {ne} events) | {conc:.3f} | {conc_min:.3f} | {serial / conc:.2f} |",
+        f"| | onnxruntime {ort.__version__}, sequential | {o_seq:.3f} | {o_seq_min:.3f} | {serial / o_seq:.2f} |",
+        f"| | onnxruntime {ort.__version__}, parallel execution | {o_par:.3f} | {o_par_min:.3f} | {serial / o_par:.2f} |",
     ]
-    table = "\n".join([f"Machine: {machine}; {a.iterations} iterations after {a.warmup} warm-up, medians.", "",
-                       "| model | runner | median ms | speed vs braid serial |", "|---|---|---|---|"] + rows)
+    table = "\n".join([f"Machine: {machine}; {a.iterations} iterations after {a.warmup} warm-up; braid's two plans "
+                        "run alternately, onnxruntime right after.", "",
+                       "| model | runner | median ms | min ms | speed vs braid serial (medians) |",
+                       "|---|---|---|---|---|"] + rows)
     print(table)
     if a.append:
         with open(a.append, "a") as f:

@@ -419,8 +419,8 @@ static braid_status get_plan(braid_session *s, const bd_tensor *in, bd_prepared 
     if (c == PLAN_CACHE || !s->cache[c]) {
         bd_prepared *p = bd_calloc(1, sizeof *p);
         if (!p) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
-        int ms = s->x.max_streams;
-        if (!ms) ms = s->be->auto_streams ? s->be->auto_streams(s->bstate) : BD_AUTO_MAX_STREAMS;
+        int ms = s->x.max_streams; /* automatic: negative, capped by the backend */
+        if (!ms) ms = -(s->be->auto_streams ? s->be->auto_streams(s->bstate) : BD_AUTO_MAX_STREAMS);
         braid_status st = bd_prepare(g, in, ms, p, e);
         if (!st) {
             st = s->be->prepare(s->bstate, p, e);

@@ -80,8 +80,13 @@ int bd_cuda_probe(char *why, size_t n);
 /* The most streams an automatic plan uses on any backend. */
 #define BD_AUTO_MAX_STREAMS 8
 
+/* An automatic plan uses several streams only for graphs at least this parallel
+ * (total work over critical-path work). */
+#define BD_MIN_PARALLELISM 1.5
+
 /* Builds the plan of one input signature (backend-independent part).
- * max_streams: 0 = automatic, up to BD_AUTO_MAX_STREAMS. */
+ * max_streams: N > 0 = at most N streams (1 = serial); 0 = automatic, up to
+ * BD_AUTO_MAX_STREAMS; -N = automatic, up to N. */
 braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_streams, bd_prepared *p, bd_err *e);
 void bd_prepared_free(bd_prepared *p);
 /* Appends a trace event (thread-safe only per stream slot: callers lock). */

@@ -145,6 +145,23 @@ fail:
     return st;
 }
 
+/* The graph's parallelism: total estimated work over the work on its
+ * critical path (1 for a chain, about N for N equal branches). */
+static double parallelism(const bd_sched_input *in)
+{
+    double total = 0, crit = 0, *finish = bd_calloc((size_t)in->n_nodes + 1, sizeof *finish);
+    if (!finish) return 1;
+    for (int i = 0; i < in->n_nodes; i++) {
+        double start = 0;
+        for (int k = in->pred_start[i]; k < in->pred_start[i + 1]; k++) start = BD_MAX(start, finish[in->pred[k]]);
+        finish[i] = start + in->cost[i];
+        crit = BD_MAX(crit, finish[i]);
+        total += in->cost[i];
+    }
+    bd_free(finish);
+    return crit > 0 ? total / crit : 1;
+}
+
 braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_streams, bd_prepared *p, bd_err *e)
 {
     braid_status st = BRAID_OK;
@@ -156,9 +173,13 @@ braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_stre
     p->sig_len = bd_signature(g, inputs, p->sig, len);
     BD_TRY(bd_inst_build(g, inputs, &p->inst, e));
     BD_TRY(build_sched_input(p, e));
-    /* Automatic: the width the DAG needs after merging cheap chains, capped so
-     * that a very wide graph does not ask for hundreds of streams. */
-    BD_TRY(bd_plan_build(&p->sin, max_streams ? max_streams : BD_AUTO_MAX_STREAMS, &p->plan, e));
+    /* Automatic (max_streams < 0 gives its cap): the width the DAG needs after
+     * merging cheap chains. Streams share the cores, so a graph that is mostly
+     * one chain (parallelism under BD_MIN_PARALLELISM) runs serially: its
+     * branches cannot win back the threads they take from the critical path. */
+    int cap = max_streams ? (max_streams < 0 ? -max_streams : max_streams) : BD_AUTO_MAX_STREAMS;
+    if (max_streams <= 0 && parallelism(&p->sin) < BD_MIN_PARALLELISM) cap = 1;
+    BD_TRY(bd_plan_build(&p->sin, cap, &p->plan, e));
     st = bd_plan_verify(&p->sin, &p->plan, e);
     if (st) { bd_err_prefix(e, "plan verification failed: "); goto fail; }
     p->vals = bd_malloc(((size_t)g->n_values + 1) * sizeof(bd_tensor));
