@@ -5,6 +5,7 @@
  * Float results are compared with a relative tolerance of 1e-6 (libm). */
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
+#include "optest.h"
 
 #include <float.h>
 #include <stdlib.h>
@@ -26,33 +27,6 @@ static bd_attr attr_i(const char *name, int64_t v)
     return (bd_attr){.name = (char *)name, .type = BD_ATTR_INT, .i = v};
 }
 
-/* Intra-op threads the kernels may use. */
-static int g_threads = 1;
-
-/* parse + infer + allocate (filled with garbage, so unwritten elements show) + run. */
-static braid_status run(bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
-{
-    braid_status st = bd_op_parse(n, e);
-    if (st) return st;
-    if ((st = bd_op_infer(n, in, out, e))) return st;
-    size_t nb;
-    if ((st = bd_tensor_nbytes(out, &nb, e))) return st;
-    out->data = malloc(nb + 1);
-    memset(out->data, 0xAB, nb);
-    bd_kernel k = {.node = n, .in = in, .n_in = n->n_in, .out = out, .n_out = 1, .threads = g_threads,
-                   .err = e};
-    return bd_cpu_run(&k);
-}
-
-static void done(bd_node *n, bd_tensor *out)
-{
-    free(out->data);
-    out->data = NULL;
-    bd_free(n->params);
-    n->params = NULL;
-}
-
-#define F32 BRAID_DTYPE_FLOAT
 static const float xs[] = {-3.5f, -1, -0.25f, 0, 0.25f, 1, 2.5f, 7};
 #define NX 8
 

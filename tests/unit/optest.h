@@ -1,0 +1,40 @@
+/* optest.h: the single-op harness the family unit tests share: run a node
+ * as the executor would (parse, infer, an output buffer filled with garbage
+ * so that an element the kernel forgets shows up, then the CPU kernel). */
+#ifndef BD_OPTEST_H
+#define BD_OPTEST_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_ops.h"
+
+/* Intra-op threads the kernels may use. */
+static int g_threads = 1;
+
+/* parse + infer + allocate (filled with garbage, so unwritten elements show) + run. */
+static braid_status run(bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
+{
+    braid_status st = bd_op_parse(n, e);
+    if (st) return st;
+    if ((st = bd_op_infer(n, in, out, e))) return st;
+    size_t nb;
+    if ((st = bd_tensor_nbytes(out, &nb, e))) return st;
+    out->data = malloc(nb + 1);
+    memset(out->data, 0xAB, nb);
+    bd_kernel k = {.node = n, .in = in, .n_in = n->n_in, .out = out, .n_out = 1, .threads = g_threads,
+                   .err = e};
+    return bd_cpu_run(&k);
+}
+
+static void done(bd_node *n, bd_tensor *out)
+{
+    free(out->data);
+    out->data = NULL;
+    bd_free(n->params);
+    n->params = NULL;
+}
+
+#define F32 BRAID_DTYPE_FLOAT
+
+#endif
