@@ -2,7 +2,7 @@
  * CUDA device: without one it prints "SKIPPED: no CUDA device (reason)" and
  * exits 77, which ctest counts as skipped, never as passed.
  *
- * 1. Every ONNX node test (tests/onnx_node/data/test_*, data set 0) that the
+ * 1. Every ONNX node test ($BRAID_NODE_DATA/test_*, data set 0) that the
  *    CPU runs: the CUDA outputs equal the CPU's within atol 1e-5 + 1e-4 |cpu|
  *    (or the case's own tolerance when looser); exact for integer outputs. A
  *    CUDA UNSUPPORTED is counted and listed, never a wrong number.
@@ -132,7 +132,9 @@ static const char *src_dir(void)
 static void node_tests(void)
 {
     char root[1024], path[2048], err[1200];
-    snprintf(root, sizeof root, "%s/tests/onnx_node/data", src_dir());
+    const char *data = getenv("BRAID_NODE_DATA"); /* made by the node_data fixture */
+    if (data) snprintf(root, sizeof root, "%s", data);
+    else snprintf(root, sizeof root, "%s/tests/onnx_node/data", src_dir());
     DIR *dir = opendir(root);
     if (!dir) { printf("node tests: %s not found (generate with tests/onnx_node/gen.py)\n", root); return; }
     int ran = 0, same = 0, unsupported = 0, cpu_skip = 0;

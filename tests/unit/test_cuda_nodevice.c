@@ -16,8 +16,8 @@ int main(void)
 {
     /* y = Relu(x), x float (3, 4, 5): the ONNX node test. */
     char path[1024];
-    const char *src = getenv("BRAID_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/tests/onnx_node/data/test_relu/model.onnx", src ? src : ".");
+    const char *data = getenv("BRAID_NODE_DATA"); /* made by the node_data fixture */
+    snprintf(path, sizeof path, "%s/test_relu/model.onnx", data ? data : "tests/onnx_node/data");
     braid_model *m = NULL;
     braid_status st = braid_model_load_file(path, &m);
     if (st) fprintf(stderr, "load: %s\n", braid_last_error());
