@@ -46,7 +46,14 @@ struct conv_cache {
 /* dst (planes x td x th x tw) = src (planes x sd x sh x sw) shifted by off, zero outside;
  * plus bias[plane % c] when bias is set. Serves both the input padding
  * (off = pad begin) and the output crop (off = -pad begin). */
-static __global__ void shift_copy(const float *__restrict__ src, float *__restrict__ dst, int64_t planes,
+static /* y = act(y) in place: the activation fused into a Conv. */
+__global__ void conv_act(float *__restrict__ y, int64_t n, int act, float a, float b)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = bd_conv_act_apply(act, a, b, y[i]);
+}
+
+__global__ void shift_copy(const float *__restrict__ src, float *__restrict__ dst, int64_t planes,
                                   plane3 s, plane3 t, int64_t od, int64_t oh, int64_t ow,
                                   const float *__restrict__ bias, int64_t c)
 {
@@ -331,6 +338,12 @@ extern "C" braid_status bd_cuda_conv(const bd_cuda_kernel *k)
                                                     (cudnnConvolutionFwdAlgo_t)c->fwd_algo, k->workspace,
                                                     c->ws_need, &zero, c->yd, y));
             if (bias) BD_CUDNN_TRY(e, cudnnAddTensor(k->cudnn, &one, c->bd, bias, &one, c->yd, y));
+            const bd_conv_params *pa = (const bd_conv_params *)k->node->params;
+            if (pa->act != BD_ACT_NONE) { /* the fused activation (src/graph/fuse.c) */
+                int64_t n = bd_numel(&k->out[0]);
+                conv_act<<<bd_cu_grid(n), BD_CU_BLOCK, 0, k->stream>>>(y, n, pa->act, pa->act_a, pa->act_b);
+                BD_CU_CHECK_LAUNCH(k, "the convolution's fused activation");
+            }
             break;
         }
         case CONVT_DIRECT:

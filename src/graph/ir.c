@@ -17,7 +17,7 @@ void bd_attr_free(bd_attr *a)
     bd_free(a->t);
 }
 
-static void node_free(bd_node *n)
+void bd_node_free(bd_node *n)
 {
     bd_free(n->name);
     bd_free(n->op_type);
@@ -39,7 +39,7 @@ void bd_graph_free(bd_graph *g)
         for (int d = 0; d < BD_MAX_RANK; d++) bd_free(v->dim_param[d]);
     }
     bd_free(g->values);
-    for (int i = 0; i < g->n_nodes; i++) node_free(&g->nodes[i]);
+    for (int i = 0; i < g->n_nodes; i++) bd_node_free(&g->nodes[i]);
     bd_free(g->nodes);
     bd_free(g->inputs);
     bd_free(g->outputs);

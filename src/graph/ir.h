@@ -95,6 +95,10 @@ int bd_graph_add_value(bd_graph *g, const char *name);
  * INVALID_MODEL naming a node on a cycle, or a node whose input nobody makes. */
 braid_status bd_graph_toposort(bd_graph *g, bd_err *e);
 void bd_attr_free(bd_attr *a);
+/* Frees what a node owns (not the node itself). */
+void bd_node_free(bd_node *n);
+/* Load-time fusions (src/graph/fuse.c): Conv + Relu/LeakyRelu/Clip. */
+braid_status bd_graph_fuse(bd_graph *g, bd_err *e);
 
 /* Attribute access for op families. Each returns def when absent; a present
  * attribute of the wrong type fails with INVALID_MODEL naming it. */

@@ -14,6 +14,30 @@ typedef enum bd_auto_pad {
     BD_PAD_VALID = 3
 } bd_auto_pad;
 
+/* An activation fused into a Conv by src/graph/fuse.c (a Relu, LeakyRelu or
+ * Clip that was the Conv's only consumer), applied after the bias. */
+typedef enum bd_conv_act {
+    BD_ACT_NONE = 0,
+    BD_ACT_RELU = 1,
+    BD_ACT_LEAKY = 2, /* act_a: alpha */
+    BD_ACT_CLIP = 3   /* act_a: min, act_b: max */
+} bd_conv_act;
+
+#ifdef __CUDACC__
+#define BD_HOST_DEVICE __host__ __device__
+#else
+#define BD_HOST_DEVICE
+#endif
+static inline BD_HOST_DEVICE float bd_conv_act_apply(int act, float a, float b, float v)
+{
+    switch (act) {
+    case BD_ACT_RELU: return v > 0.0f ? v : 0.0f;
+    case BD_ACT_LEAKY: return v >= 0.0f ? v : v * a;
+    case BD_ACT_CLIP: return v < a ? a : (v > b ? b : v);
+    default: return v;
+    }
+}
+
 /* Conv and ConvTranspose attributes as written in the model. A count of 0
  * means the attribute is absent (defaults apply once the rank is known). */
 typedef struct bd_conv_params {
@@ -26,6 +50,8 @@ typedef struct bd_conv_params {
     int64_t pads[2 * BD_MAX_RANK];      /* (begin_0, begin_1, ..., end_0, end_1, ...) */
     int64_t out_pad[BD_MAX_RANK];       /* ConvTranspose: output_padding */
     int64_t out_shape[BD_MAX_RANK + 2]; /* ConvTranspose: output_shape (spatial, or N, C, spatial) */
+    int act;                            /* bd_conv_act, set by fusion (Conv only) */
+    float act_a, act_b;
 } bd_conv_params;
 
 /* The resolved geometry of one Conv or ConvTranspose call. Spatial arrays

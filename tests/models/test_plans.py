@@ -9,6 +9,9 @@ shape the design promises, read from `braid plan` and `braid run --profile`.
   automatic on the CPU uses the graph's width capped by the thread budget.
 - any model with --streams 1: one stream, no events.
 - outputs are bitwise identical for any --streams and --threads.
+- fusion: a Conv whose only reader is a Relu, LeakyRelu or constant-bound
+  Clip absorbs it ("conv+act" in the plan); a Conv read twice, or that is a
+  graph output, does not; the numbers match onnxruntime either way.
 - --profile writes Chrome trace JSON with one track per stream and one slice
   per node, naming its op and shapes.
 Usage: test_plans.py BRAID MODELS_DIR
@@ -61,6 +64,54 @@ def waits_before(streams, node_prefix):
             return waits
         waits = waits + [arg] if kind == "wait" else ([] if kind == "launch" else waits)
     return waits
+
+
+def fusion_tests(braid):
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    w = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b")
+    lo = numpy_helper.from_array(np.array(0, np.float32), "lo")
+    hi = numpy_helper.from_array(np.array(0.5, np.float32), "hi")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1])
+    cases = {
+        "relu": ([conv, helper.make_node("Relu", ["c"], ["y"], name="act")], ["y"], 1),
+        "leaky": ([conv, helper.make_node("LeakyRelu", ["c"], ["y"], name="act", alpha=0.2)], ["y"], 1),
+        "clip": ([conv, helper.make_node("Clip", ["c", "lo", "hi"], ["y"], name="act")], ["y"], 1),
+        "two_readers": ([conv, helper.make_node("Relu", ["c"], ["y"], name="act"),
+                         helper.make_node("Sigmoid", ["c"], ["z"], name="sig")], ["y", "z"], 0),
+        "conv_is_output": ([conv, helper.make_node("Relu", ["c"], ["y"], name="act")], ["c", "y"], 0),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (nodes, outs, fused) in cases.items():
+            g = helper.make_graph(nodes, name, [x], [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+                                                     for o in outs], [w, b, lo, hi])
+            m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+            m.ir_version = 8
+            d = os.path.join(tmp, name)
+            os.makedirs(os.path.join(d, "test_data_set_0"))
+            onnx.save(m, os.path.join(d, "model.onnx"))
+            xv = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+            open(os.path.join(d, "test_data_set_0", "input_0.pb"), "wb").write(
+                numpy_helper.from_array(xv, "x").SerializeToString())
+            so = ort.SessionOptions()
+            so.log_severity_level = 3
+            sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            for i, v in enumerate(sess.run(None, {"x": xv})):
+                open(os.path.join(d, "test_data_set_0", f"output_{i}.pb"), "wb").write(
+                    numpy_helper.from_array(v, outs[i]).SerializeToString())
+            p = subprocess.run([braid, "plan", os.path.join(d, "model.onnx")], capture_output=True, text=True)
+            launches = [l for l in p.stdout.splitlines() if ": launch " in l]
+            check(any("conv+act" in l for l in launches) == bool(fused),
+                  f"fusion {name}: {'fused' if fused else 'not fused'}, plan: {launches}")
+            check(len(launches) == len(nodes) - fused, f"fusion {name}: {len(nodes) - fused} launches, got {len(launches)}")
+            p = subprocess.run([braid, "check", d, "--rtol", "1e-5", "--atol", "1e-5"], capture_output=True, text=True)
+            check(p.returncode == 0, f"fusion {name}: matches onnxruntime: {p.stdout.strip()}")
 
 
 def main():
@@ -119,10 +170,12 @@ def main():
         names = [e for e in trace if e["ph"] == "M" and e["name"] == "thread_name"]
         check(len(tracks) == 4, f"profile: 4 stream tracks, got {sorted(tracks)}")
         check(len(names) == 4, f"profile: 4 named tracks, got {len(names)}")
-        check(len(slices) == 14, f"profile: one slice per node (14), got {len(slices)}")
+        check(len(slices) == 8, f"profile: one slice per node (14 nodes, 6 Relus fused: 8), got {len(slices)}")
         check(all(e["args"]["op"] and e["args"]["outputs"] for e in slices), "profile: slices name their op and shapes")
         check(any(e["args"]["op"] == "Concat" and e["args"]["outputs"] == "1x160x28x28" for e in slices),
               "profile: the Concat slice shows its output shape 1x160x28x28")
+
+    fusion_tests(braid)
 
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

@@ -150,6 +150,15 @@ static void conv_depthwise(const bd_conv_geom *g, const win3 *w, const float *x,
     bd_parallel_for(threads, planes, BD_MAX((int64_t)1, DW_MIN_WORK / BD_MAX(w->grid_size * w->taps, 1)), dw_chunk, &all);
 }
 
+/* The fused activation, if any (see src/graph/fuse.c). */
+static void apply_act(const bd_kernel *k, float *y)
+{
+    const bd_conv_params *pa = k->node->params;
+    if (pa->act == BD_ACT_NONE) return;
+    int64_t n = bd_numel(&k->out[0]);
+    for (int64_t i = 0; i < n; i++) y[i] = bd_conv_act_apply(pa->act, pa->act_a, pa->act_b, y[i]);
+}
+
 static braid_status check_blas_dims(int64_t a, int64_t b, int64_t c, bd_err *e)
 {
     if (a > INT_MAX || b > INT_MAX || c > INT_MAX)
@@ -171,6 +180,7 @@ static braid_status conv_forward(const bd_kernel *k, const bd_conv_geom *g)
     int64_t kk = cg * w.taps, p = w.grid_size;
     if (cg == 1) {
         conv_depthwise(g, &w, x, wt, bias, y, k->threads);
+        apply_act(k, y);
         return BRAID_OK;
     }
     int pointwise = w.taps == 1;
@@ -194,6 +204,7 @@ static braid_status conv_forward(const bd_kernel *k, const bd_conv_geom *g)
                 float *yc = y + (n * g->c_out + m) * p;
                 for (int64_t j = 0; j < p; j++) yc[j] += bias[m];
             }
+    apply_act(k, y);
 fail:
     bd_free(col);
     return st;
