@@ -147,10 +147,10 @@ fail:
 
 /* The graph's parallelism: total estimated work over the work on its
  * critical path (1 for a chain, about N for N equal branches). */
-static double parallelism(const bd_sched_input *in)
+static braid_status parallelism(const bd_sched_input *in, double *out, bd_err *e)
 {
     double total = 0, crit = 0, *finish = bd_calloc((size_t)in->n_nodes + 1, sizeof *finish);
-    if (!finish) return 1;
+    if (!finish) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; i < in->n_nodes; i++) {
         double start = 0;
         for (int k = in->pred_start[i]; k < in->pred_start[i + 1]; k++) start = BD_MAX(start, finish[in->pred[k]]);
@@ -159,7 +159,8 @@ static double parallelism(const bd_sched_input *in)
         total += in->cost[i];
     }
     bd_free(finish);
-    return crit > 0 ? total / crit : 1;
+    *out = crit > 0 ? total / crit : 1;
+    return BRAID_OK;
 }
 
 braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_streams, bd_prepared *p, bd_err *e)
@@ -178,7 +179,11 @@ braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_stre
      * one chain (parallelism under BD_MIN_PARALLELISM) runs serially: its
      * branches cannot win back the threads they take from the critical path. */
     int cap = max_streams ? (max_streams < 0 ? -max_streams : max_streams) : BD_AUTO_MAX_STREAMS;
-    if (max_streams <= 0 && parallelism(&p->sin) < BD_MIN_PARALLELISM) cap = 1;
+    if (max_streams <= 0) {
+        double par;
+        BD_TRY(parallelism(&p->sin, &par, e));
+        if (par < BD_MIN_PARALLELISM) cap = 1;
+    }
     BD_TRY(bd_plan_build(&p->sin, cap, &p->plan, e));
     st = bd_plan_verify(&p->sin, &p->plan, e);
     if (st) { bd_err_prefix(e, "plan verification failed: "); goto fail; }

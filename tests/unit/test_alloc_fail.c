@@ -2,7 +2,8 @@
  * allocation fail for every n through a whole model load, session creation,
  * run and destruction: each must end with an error status and a message (or
  * succeed, past the last allocation) and leave no allocation behind. Other
- * builds report the test as skipped (exit 77). */
+ * builds report the test as skipped (exit 77). Every failure must surface:
+ * braid has no allocation whose loss it silently works around. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,7 +69,7 @@ int main(void)
     }
     CHECK_EQ_INT(leaks, 0);
     CHECK_EQ_INT(silent, 0);
-    CHECK(failed_cleanly > total / 2);
+    CHECK_EQ_INT(failed_cleanly, total); /* no allocation is optional: each failure is reported */
     printf("allocation failures: %ld points in a load+create+run+destroy cycle, %d returned an error, %d leaks\n",
            total, failed_cleanly, leaks);
     bd_free(model_bytes);
