@@ -180,7 +180,7 @@ braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_stre
      * branches cannot win back the threads they take from the critical path. */
     int cap = max_streams ? (max_streams < 0 ? -max_streams : max_streams) : BD_AUTO_MAX_STREAMS;
     if (max_streams <= 0) {
-        double par;
+        double par = 1;
         BD_TRY(parallelism(&p->sin, &par, e));
         if (par < BD_MIN_PARALLELISM) cap = 1;
     }
