@@ -3,6 +3,7 @@
  * reference loops, on several element sizes; exact, since values are moved. */
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
+#include "optest.h"
 
 #include <stdlib.h>
 
@@ -13,33 +14,6 @@ static bd_node mk(int op, int opset, int n_in, int n_out, bd_attr *attrs, int n_
     return n;
 }
 
-/* parse + infer + allocate (filled with garbage) + run. */
-static braid_status run(bd_node *n, bd_tensor *in, bd_tensor *out, bd_err *e)
-{
-    braid_status st = bd_op_parse(n, e);
-    if (st) return st;
-    if ((st = bd_op_infer(n, in, out, e))) return st;
-    for (int i = 0; i < n->n_out; i++) {
-        size_t nb;
-        if ((st = bd_tensor_nbytes(&out[i], &nb, e))) return st;
-        out[i].data = malloc(nb + 1);
-        memset(out[i].data, 0xAB, nb);
-    }
-    bd_kernel k = {.node = n, .in = in, .n_in = n->n_in, .out = out, .n_out = n->n_out,
-                   .threads = 1, .err = e};
-    return bd_cpu_run(&k);
-}
-
-static void done(bd_node *n, bd_tensor *out)
-{
-    for (int i = 0; i < n->n_out; i++) free(out[i].data), out[i].data = NULL;
-    bd_free(n->params), n->params = NULL;
-}
-
-static bd_tensor ints1(int64_t *v, int n)
-{
-    return (bd_tensor){.dtype = BRAID_DTYPE_INT64, .rank = 1, .dims = {n}, .data = v};
-}
 
 static void test_slice(void)
 {

@@ -3,6 +3,7 @@
  * ConstantOfShape, Range): inferred shapes, kernel outputs and error codes. */
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
+#include "optest.h"
 
 #include <stdlib.h>
 
@@ -14,33 +15,6 @@ static bd_node mk(int op, int opset, int n_in, int n_out, bd_attr *attrs, int n_
     return n;
 }
 
-/* parse + infer + allocate + run; outputs' data is malloc'ed (freed by the caller). */
-static braid_status run(bd_node *n, bd_tensor *in, bd_tensor *out, bd_err *e)
-{
-    braid_status st = bd_op_parse(n, e);
-    if (st) return st;
-    if ((st = bd_op_infer(n, in, out, e))) return st;
-    for (int i = 0; i < n->n_out; i++) {
-        size_t nb;
-        if ((st = bd_tensor_nbytes(&out[i], &nb, e))) return st;
-        out[i].data = calloc(1, nb + 1);
-        memset(out[i].data, 0xAB, nb); /* garbage: the kernel must write every byte */
-    }
-    bd_kernel k = {.node = n, .in = in, .n_in = n->n_in, .out = out, .n_out = n->n_out,
-                   .threads = 1, .err = e};
-    return bd_cpu_run(&k);
-}
-
-static void done(bd_node *n, bd_tensor *out)
-{
-    for (int i = 0; i < n->n_out; i++) free(out[i].data), out[i].data = NULL;
-    bd_free(n->params), n->params = NULL;
-}
-
-static bd_tensor ints1(int64_t *v, int n)
-{
-    return (bd_tensor){.dtype = BRAID_DTYPE_INT64, .rank = 1, .dims = {n}, .data = v};
-}
 
 static void test_reshape(void)
 {
