@@ -181,8 +181,11 @@ braid_status bd_inst_build(const bd_graph *g, const bd_tensor *inputs, bd_inst *
     for (int i = 0; i < g->n_nodes; i++) {
         const bd_node *n = &g->nodes[i];
         int all_const = 1;
+        /* Slots past the node's inputs read as omitted inputs, never as the
+         * last node's (families may look at an optional input's dtype). */
+        for (int k = 0; k < max_in; k++) { memset(&in[k], 0, sizeof in[k]); in[k].rank = -1; }
         for (int k = 0; k < n->n_in; k++) {
-            if (n->in[k] < 0) { memset(&in[k], 0, sizeof in[k]); in[k].rank = -1; continue; }
+            if (n->in[k] < 0) continue;
             in[k] = x->vals[n->in[k]];
             if (!in[k].data) all_const = 0;
         }

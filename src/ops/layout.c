@@ -147,6 +147,8 @@ braid_status bd_pad_resolve(const bd_node *n, const bd_tensor *in, int n_in, int
         np = p->n_pads;
         memcpy(raw, p->pads, sizeof raw);
     } else {
+        if (n_in < 2 || !in[1].dtype)
+            return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "Pad from opset 11 needs its 'pads' input");
         if ((st = bd_const_ints(&in[1], "pads", raw, 2 * BD_MAX_RANK, &np, e))) return st;
         if (n->opset >= 18 && n_in > 3 && in[3].dtype &&
             (st = bd_const_ints(&in[3], "axes", ax, BD_MAX_RANK, &na, e)))

@@ -123,6 +123,12 @@ def main():
     m = graph([helper.make_node("Relu", ["x"], ["y"], name="r"), helper.make_node("Relu", ["x"], ["y"], name="r_again")], [x], [y])
     expect(["run", save(m, "twice.onnx")], 1, "node 'r_again' (Relu): output 'y' is already produced elsewhere")
 
+    # A Pad (opset 11+) without its 'pads' input, after a node with more inputs:
+    # inference must not read the previous node's inputs (found by fuzzing).
+    m = graph([helper.make_node("Add", ["x", "x"], ["t"], name="add"), helper.make_node("Pad", ["t"], ["y"], name="pad")],
+              [x], [y])
+    expect(["run", save(m, "pad_no_pads.onnx")], 1, "node 'pad' (Pad): Pad from opset 11 needs its 'pads' input")
+
     # Sizes: declared dims larger than anything, or than the bytes present.
     big = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1 << 30, 1 << 30], raw_data=b"\0" * 16)
     m = graph([helper.make_node("Add", ["x", "w"], ["y"], name="a")], [x], [y], [big])

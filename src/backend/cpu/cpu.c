@@ -181,8 +181,8 @@ static void *run_stream(void *arg)
             if (__atomic_load_n(&cp->abort, __ATOMIC_ACQUIRE)) break;
             int ni = p->live[cmd->arg];
             const bd_node *n = &g->nodes[ni];
-            for (int k = 0; k < n->n_in; k++) {
-                if (n->in[k] < 0) { memset(&in[k], 0, sizeof in[k]); in[k].rank = -1; }
+            for (int k = 0; k < cp->max_in; k++) { /* past n_in: omitted, as in shape inference */
+                if (k >= n->n_in || n->in[k] < 0) { memset(&in[k], 0, sizeof in[k]); in[k].rank = -1; }
                 else in[k] = p->vals[n->in[k]];
             }
             for (int k = 0; k < n->n_out; k++) out[k] = p->vals[n->out[k] >= 0 ? n->out[k] : 0];
