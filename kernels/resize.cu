@@ -21,44 +21,11 @@ struct rs_geom {
     int taps[BD_MAX_RANK];  /* taps per output position */
 };
 
-/* The source coordinate of output position o on axis d. */
+/* The source coordinate of output position o on axis d (the CPU's formula). */
 __device__ double rs_src_coord(const rs_geom &g, int d, int64_t o)
 {
-    double s = g.scale[d], L = (double)g.in[d], len = g.length[d], x = (double)o;
-    switch (g.coord) {
-    case BD_COORD_PYTORCH_HALF_PIXEL: return g.out[d] > 1 ? (x + 0.5) / s - 0.5 : 0.0;
-    case BD_COORD_ALIGN_CORNERS: return len == 1.0 ? 0.0 : x * (L - 1) / (len - 1);
-    case BD_COORD_ASYMMETRIC: return x / s;
-    case BD_COORD_TF_CROP_AND_RESIZE: {
-        double a = g.roi_start[d], b = g.roi_end[d];
-        return len > 1.0 ? a * (L - 1) + x * (b - a) * (L - 1) / (len - 1) : 0.5 * (a + b) * (L - 1);
-    }
-    case BD_COORD_HALF_PIXEL_SYMMETRIC: {
-        double offset = L / 2 * (1 - (double)g.out[d] / len);
-        return offset + (x + 0.5) / s - 0.5;
-    }
-    default: return (x + 0.5) / s - 0.5; /* half_pixel */
-    }
-}
-
-__device__ int64_t rs_nearest_index(int mode, double x, int down)
-{
-    double f = floor(x);
-    switch (mode) {
-    case BD_NEAREST_ROUND_PREFER_CEIL: return (int64_t)(x - f >= 0.5 ? f + 1 : f);
-    case BD_NEAREST_FLOOR: return (int64_t)f;
-    case BD_NEAREST_CEIL: return (int64_t)ceil(x);
-    case BD_NEAREST_SIMPLE: return down ? (int64_t)ceil(x) : (int64_t)f;
-    default: return (int64_t)(x - f > 0.5 ? f + 1 : f); /* round_prefer_floor */
-    }
-}
-
-__device__ double rs_cubic(double x, double A)
-{
-    x = fabs(x);
-    if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
-    if (x < 2) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
-    return 0;
+    return bd_resize_src_coord(g.coord, g.scale[d], (double)g.in[d], g.length[d], g.out[d], g.roi_start[d],
+                               g.roi_end[d], (double)o);
 }
 
 /* One axis at one output position: taps first + j (j < n), clamped. */
@@ -72,9 +39,9 @@ struct rs_axis {
 __device__ double rs_raw(const rs_geom &g, int d, const rs_axis &a, int j)
 {
     if (a.n == 2 && g.mode == BD_RESIZE_LINEAR) return j == 0 ? 1 - a.ratio : a.ratio;
-    if (!a.aa) return rs_cubic(a.ratio + 1 - j, g.cubic_a);
+    if (!a.aa) return bd_resize_cubic(a.ratio + 1 - j, g.cubic_a);
     double t = (1 - a.n / 2 + j - a.ratio) * g.scale[d];
-    return g.mode == BD_RESIZE_LINEAR ? fmax(0.0, 1 - fabs(t)) : rs_cubic(t, g.cubic_a);
+    return g.mode == BD_RESIZE_LINEAR ? fmax(0.0, 1 - fabs(t)) : bd_resize_cubic(t, g.cubic_a);
 }
 
 /* The weight of tap j as the CPU stores it (a float). */
@@ -106,7 +73,7 @@ __device__ int rs_setup(const rs_geom &g, int d, int64_t o, rs_axis *a)
     double x = rs_src_coord(g, d, o);
     int ext = g.coord == BD_COORD_TF_CROP_AND_RESIZE && (x < 0 || x > (double)(L - 1));
     if (a->n == 1) {
-        int64_t i = rs_nearest_index(g.nearest, x, g.scale[d] < 1.0);
+        int64_t i = bd_resize_nearest_index(g.nearest, x, g.scale[d] < 1.0);
         a->first = i < 0 ? 0 : i > L - 1 ? L - 1 : i;
         return ext;
     }

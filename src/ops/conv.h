@@ -23,11 +23,6 @@ typedef enum bd_conv_act {
     BD_ACT_CLIP = 3   /* act_a: min, act_b: max */
 } bd_conv_act;
 
-#ifdef __CUDACC__
-#define BD_HOST_DEVICE __host__ __device__
-#else
-#define BD_HOST_DEVICE
-#endif
 static inline BD_HOST_DEVICE float bd_conv_act_apply(int act, float a, float b, float v)
 {
     switch (act) {

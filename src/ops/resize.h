@@ -3,6 +3,8 @@
 #ifndef BD_RESIZE_H
 #define BD_RESIZE_H
 
+#include <math.h>
+
 #include "ops.h"
 
 typedef enum bd_resize_mode {
@@ -65,5 +67,54 @@ typedef struct bd_resize_geom {
  * one given is not known, DTYPE and SHAPE for malformed ones. */
 braid_status bd_resize_geometry(const bd_node *n, const bd_tensor *in, int n_in, bd_resize_geom *g,
                                 bd_err *e);
+
+/* The formulas both backends use, defined once. */
+
+/* The source coordinate of output position x on one axis: coord is the
+ * coordinate mode, s the scale, L the input length, len the resized length
+ * (scale * L, maybe fractional), out the output length, [a, b] the roi. */
+static inline BD_HOST_DEVICE double bd_resize_src_coord(int coord, double s, double L, double len, int64_t out,
+                                                        double roi_a, double roi_b, double x)
+{
+    switch (coord) {
+    case BD_COORD_PYTORCH_HALF_PIXEL: return out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
+    case BD_COORD_ALIGN_CORNERS: return len == 1.0 ? 0.0 : x * (L - 1) / (len - 1);
+    case BD_COORD_ASYMMETRIC: return x / s;
+    case BD_COORD_TF_CROP_AND_RESIZE: {
+        /* roi arithmetic in float, as onnxruntime and the onnx reference do. */
+        float a = (float)roi_a, b = (float)roi_b;
+        float start = a * (float)(L - 1), span = b - a;
+        return len > 1.0 ? start + x * span * (L - 1) / (len - 1) : 0.5 * (a + b) * (L - 1);
+    }
+    case BD_COORD_HALF_PIXEL_SYMMETRIC: {
+        double offset = L / 2 * (1 - (double)out / len);
+        return offset + (x + 0.5) / s - 0.5;
+    }
+    default: return (x + 0.5) / s - 0.5; /* half_pixel */
+    }
+}
+
+/* The input index nearest to coordinate x under nearest_mode; down: the axis
+ * shrinks (Resize-10 and Upsample's rule). */
+static inline BD_HOST_DEVICE int64_t bd_resize_nearest_index(int mode, double x, int down)
+{
+    double f = floor(x);
+    switch (mode) {
+    case BD_NEAREST_ROUND_PREFER_CEIL: return (int64_t)(x - f >= 0.5 ? f + 1 : f);
+    case BD_NEAREST_FLOOR: return (int64_t)f;
+    case BD_NEAREST_CEIL: return (int64_t)ceil(x);
+    case BD_NEAREST_SIMPLE: return down ? (int64_t)ceil(x) : (int64_t)f;
+    default: return (int64_t)(x - f > 0.5 ? f + 1 : f); /* round_prefer_floor */
+    }
+}
+
+/* The cubic convolution kernel with coefficient A. */
+static inline BD_HOST_DEVICE double bd_resize_cubic(double x, double A)
+{
+    x = fabs(x);
+    if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
+    if (x < 2) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+    return 0;
+}
 
 #endif /* BD_RESIZE_H */

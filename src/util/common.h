@@ -89,6 +89,14 @@ braid_status bd_broadcast_shape(const bd_tensor *a, const bd_tensor *b, bd_tenso
 /* Reads a whole file into memory (bd_malloc'ed). */
 braid_status bd_read_file(const char *path, void **data, size_t *size, bd_err *e);
 
+/* Marks a static inline function that both the CPU code and CUDA kernels
+ * call, so the two backends share one definition of a formula. */
+#ifdef __CUDACC__
+#define BD_HOST_DEVICE __host__ __device__
+#else
+#define BD_HOST_DEVICE
+#endif
+
 /* Small helpers. */
 #define BD_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define BD_MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -18,43 +18,8 @@ typedef struct rs_axis {
 /* The source coordinate of output position o on axis d. */
 static double src_coord(const bd_resize_params *p, const bd_resize_geom *g, int d, int64_t o)
 {
-    double s = g->scale[d], L = (double)g->in[d], len = g->length[d], x = (double)o;
-    switch (p->coord) {
-    case BD_COORD_PYTORCH_HALF_PIXEL: return g->out[d] > 1 ? (x + 0.5) / s - 0.5 : 0.0;
-    case BD_COORD_ALIGN_CORNERS: return len == 1.0 ? 0.0 : x * (L - 1) / (len - 1);
-    case BD_COORD_ASYMMETRIC: return x / s;
-    case BD_COORD_TF_CROP_AND_RESIZE: {
-        /* roi arithmetic in float, as onnxruntime and the onnx reference do. */
-        float a = (float)g->roi_start[d], b = (float)g->roi_end[d];
-        float start = a * (float)(L - 1), span = b - a;
-        return len > 1.0 ? start + x * span * (L - 1) / (len - 1) : 0.5 * (a + b) * (L - 1);
-    }
-    case BD_COORD_HALF_PIXEL_SYMMETRIC: {
-        double offset = L / 2 * (1 - (double)g->out[d] / len);
-        return offset + (x + 0.5) / s - 0.5;
-    }
-    default: return (x + 0.5) / s - 0.5; /* half_pixel */
-    }
-}
-
-static int64_t nearest_index(int mode, double x, int down)
-{
-    double f = floor(x);
-    switch (mode) {
-    case BD_NEAREST_ROUND_PREFER_CEIL: return (int64_t)(x - f >= 0.5 ? f + 1 : f);
-    case BD_NEAREST_FLOOR: return (int64_t)f;
-    case BD_NEAREST_CEIL: return (int64_t)ceil(x);
-    case BD_NEAREST_SIMPLE: return down ? (int64_t)ceil(x) : (int64_t)f;
-    default: return (int64_t)(x - f > 0.5 ? f + 1 : f); /* round_prefer_floor */
-    }
-}
-
-static double cubic_kernel(double x, double A)
-{
-    x = fabs(x);
-    if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
-    if (x < 2) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
-    return 0;
+    return bd_resize_src_coord(p->coord, g->scale[d], (double)g->in[d], g->length[d], g->out[d], g->roi_start[d],
+                               g->roi_end[d], (double)o);
 }
 
 /* How many taps an axis needs: 2 (linear), 4 (cubic), or the antialias
@@ -74,7 +39,7 @@ static void tap_weights(const bd_resize_params *p, double scale, double ratio, i
     double A = p->cubic_a;
     if (n == 2 && p->mode == BD_RESIZE_LINEAR) { c[0] = 1 - ratio; c[1] = ratio; return; }
     if (n == 4 && p->mode == BD_RESIZE_CUBIC && !(p->antialias && scale < 1.0)) {
-        for (int j = 0; j < 4; j++) c[j] = cubic_kernel(ratio + 1 - j, A);
+        for (int j = 0; j < 4; j++) c[j] = bd_resize_cubic(ratio + 1 - j, A);
         return;
     }
     /* Antialias: the filter stretched by 1 / scale, normalized. */
@@ -82,7 +47,7 @@ static void tap_weights(const bd_resize_params *p, double scale, double ratio, i
     int start = 1 - n / 2;
     for (int j = 0; j < n; j++) {
         double t = (start + j - ratio) * scale;
-        c[j] = p->mode == BD_RESIZE_LINEAR ? BD_MAX(0.0, 1 - fabs(t)) : cubic_kernel(t, A);
+        c[j] = p->mode == BD_RESIZE_LINEAR ? BD_MAX(0.0, 1 - fabs(t)) : bd_resize_cubic(t, A);
         sum += c[j];
     }
     for (int j = 0; j < n; j++) c[j] = sum != 0 ? c[j] / sum : 0;
@@ -101,7 +66,7 @@ static void fill_axis(const bd_resize_params *p, const bd_resize_geom *g, int d,
         float *w = a->w + o * n;
         if (a->ext) a->ext[o] = x < 0 || x > (double)(L - 1);
         if (n == 1) {
-            int64_t i = nearest_index(p->nearest, x, down);
+            int64_t i = bd_resize_nearest_index(p->nearest, x, down);
             idx[0] = BD_MIN(BD_MAX(i, 0), L - 1) * stride;
             w[0] = 1.0f;
             continue;
