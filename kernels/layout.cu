@@ -143,27 +143,24 @@ static braid_status run_concat_split(const bd_cuda_kernel *k)
 {
     const bd_node *n = k->node;
     const bd_tensor *whole = n->op == BD_OP_Concat ? &k->out[0] : &k->in[0];
-    int parts = n->op == BD_OP_Concat ? k->n_in : k->n_out, a;
-    size_t es = bd_dtype_size(whole->dtype);
-    braid_status st = bd_axis(((const bd_layout_params *)n->params)->axis, whole->rank, &a, k->err);
+    int parts = n->op == BD_OP_Concat ? k->n_in : k->n_out;
+    bd_concat_rows r;
+    braid_status st = bd_concat_rows_of(n, whole, &r, k->err);
     if (st) return st;
-    int64_t outer = 1, inner = (int64_t)es;
-    for (int d = 0; d < a; d++) outer *= whole->dims[d];
-    for (int d = a + 1; d < whole->rank; d++) inner *= whole->dims[d];
-    int64_t row = whole->dims[a] * inner, off = 0;
+    int64_t off = 0;
     for (int i = 0; i < parts; i++) {
         const bd_tensor *part = n->op == BD_OP_Concat ? &k->in[i] : &k->out[i];
-        int64_t chunk = part->rank > a ? part->dims[a] * inner : 0;
-        if (chunk && outer && part->data) {
+        int64_t chunk = bd_concat_chunk(&r, part);
+        if (chunk && r.outer && part->data) {
             char *w = (char *)whole->data + off;
             char *p = (char *)part->data;
             /* outer rows of chunk bytes: pitch row in the whole, chunk in the part */
             if (n->op == BD_OP_Concat)
-                BD_CU_CHECK_CALL(k, cudaMemcpy2DAsync(w, (size_t)row, p, (size_t)chunk, (size_t)chunk,
-                                                      (size_t)outer, cudaMemcpyDeviceToDevice, k->stream));
+                BD_CU_CHECK_CALL(k, cudaMemcpy2DAsync(w, (size_t)r.row, p, (size_t)chunk, (size_t)chunk,
+                                                      (size_t)r.outer, cudaMemcpyDeviceToDevice, k->stream));
             else
-                BD_CU_CHECK_CALL(k, cudaMemcpy2DAsync(p, (size_t)chunk, w, (size_t)row, (size_t)chunk,
-                                                      (size_t)outer, cudaMemcpyDeviceToDevice, k->stream));
+                BD_CU_CHECK_CALL(k, cudaMemcpy2DAsync(p, (size_t)chunk, w, (size_t)r.row, (size_t)chunk,
+                                                      (size_t)r.outer, cudaMemcpyDeviceToDevice, k->stream));
         }
         off += chunk;
     }
@@ -172,25 +169,15 @@ static braid_status run_concat_split(const bd_cuda_kernel *k)
 
 static braid_status run_slice(const bd_cuda_kernel *k)
 {
-    int64_t start[BD_MAX_RANK], step[BD_MAX_RANK], len[BD_MAX_RANK], str[BD_MAX_RANK];
+    int64_t offset, str[BD_MAX_RANK];
     const bd_tensor *x = &k->in[0];
     size_t es = bd_dtype_size(x->dtype);
     bd_tensor hv[5];
     bd_cu_host_view(k, hv, 5);
-    braid_status st = bd_slice_resolve(k->node, hv, k->n_in < 5 ? k->n_in : 5, start, step, len, k->err);
+    braid_status st = bd_slice_view(k->node, hv, k->n_in < 5 ? k->n_in : 5, &k->out[0], &offset, str, k->err);
     if (st) return st;
-    for (int d = 0; d < x->rank; d++)
-        if (len[d] != k->out[0].dims[d])
-            return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "Slice output dim %d is %lld, expected %lld", d,
-                           (long long)k->out[0].dims[d], (long long)len[d]);
     if (bd_numel(&k->out[0]) == 0) return BRAID_OK;
-    bd_cu_contig_strides(x->rank, x->dims, str);
-    int64_t base = 0;
-    for (int d = 0; d < x->rank; d++) {
-        base += start[d] * str[d];
-        str[d] *= step[d];
-    }
-    return strided_copy(k, k->out[0].data, (const char *)x->data + base * (int64_t)es, x->rank, len,
+    return strided_copy(k, k->out[0].data, (const char *)x->data + offset * (int64_t)es, x->rank, k->out[0].dims,
                         str, es);
 }
 

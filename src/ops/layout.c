@@ -136,6 +136,36 @@ braid_status bd_slice_resolve(const bd_node *n, const bd_tensor *in, int n_in, i
     return BRAID_OK;
 }
 
+braid_status bd_slice_view(const bd_node *n, const bd_tensor *in, int n_in, const bd_tensor *out, int64_t *offset,
+                           int64_t *strides, bd_err *e)
+{
+    int64_t start[BD_MAX_RANK], step[BD_MAX_RANK], len[BD_MAX_RANK], s = 1;
+    braid_status st = bd_slice_resolve(n, in, n_in, start, step, len, e);
+    if (st) return st;
+    *offset = 0;
+    for (int d = in[0].rank - 1; d >= 0; d--) {
+        if (len[d] != out->dims[d])
+            return BD_FAIL(e, BRAID_ERR_INTERNAL, "Slice output dim %d is %lld, expected %lld", d,
+                           (long long)out->dims[d], (long long)len[d]);
+        *offset += start[d] * s;
+        strides[d] = step[d] * s;
+        s *= in[0].dims[d];
+    }
+    return BRAID_OK;
+}
+
+braid_status bd_concat_rows_of(const bd_node *n, const bd_tensor *whole, bd_concat_rows *r, bd_err *e)
+{
+    braid_status st = bd_axis(((const bd_layout_params *)n->params)->axis, whole->rank, &r->axis, e);
+    if (st) return st;
+    r->outer = 1;
+    r->inner = (int64_t)bd_dtype_size(whole->dtype);
+    for (int d = 0; d < r->axis; d++) r->outer *= whole->dims[d];
+    for (int d = r->axis + 1; d < whole->rank; d++) r->inner *= whole->dims[d];
+    r->row = whole->dims[r->axis] * r->inner;
+    return BRAID_OK;
+}
+
 braid_status bd_pad_resolve(const bd_node *n, const bd_tensor *in, int n_in, int64_t *pads,
                             bd_err *e)
 {

@@ -34,6 +34,26 @@ typedef struct bd_layout_params {
 braid_status bd_slice_resolve(const bd_node *n, const bd_tensor *in, int n_in, int64_t *start,
                               int64_t *step, int64_t *len, bd_err *e);
 /* Pad: pads[d] = padding before dim d, pads[rank + d] = after (negative crops). */
+/* Slice as a strided view of its input: output element (i_0, i_1, ...) is
+ * input element *offset + sum(i_d * strides[d]) (in elements, not bytes).
+ * Checks the output's dims against the resolved lengths. */
+braid_status bd_slice_view(const bd_node *n, const bd_tensor *in, int n_in, const bd_tensor *out, int64_t *offset,
+                           int64_t *strides, bd_err *e);
+
+/* Concat and Split as row copies: the whole (Concat's output, Split's input)
+ * is `outer` rows of `row` bytes, and each part takes chunk bytes of every
+ * row, the parts side by side in order. */
+typedef struct bd_concat_rows {
+    int axis;
+    int64_t outer, row, inner; /* inner: bytes of one step along the axis */
+} bd_concat_rows;
+braid_status bd_concat_rows_of(const bd_node *n, const bd_tensor *whole, bd_concat_rows *r, bd_err *e);
+/* A part's bytes in each row (0 for an empty part). */
+static inline int64_t bd_concat_chunk(const bd_concat_rows *r, const bd_tensor *part)
+{
+    return part->rank > r->axis ? part->dims[r->axis] * r->inner : 0;
+}
+
 braid_status bd_pad_resolve(const bd_node *n, const bd_tensor *in, int n_in, int64_t *pads,
                             bd_err *e);
 /* Split: sizes[i] for each of the n->n_out outputs along the (normalized) *axis. */

@@ -109,23 +109,20 @@ static braid_status run_concat_split(const bd_kernel *k)
 {
     const bd_node *n = k->node;
     const bd_tensor *whole = n->op == BD_OP_Concat ? &k->out[0] : &k->in[0];
-    int parts = n->op == BD_OP_Concat ? k->n_in : k->n_out, a;
-    size_t es = bd_dtype_size(whole->dtype);
-    braid_status st = bd_axis(((const bd_layout_params *)n->params)->axis, whole->rank, &a, k->err);
+    int parts = n->op == BD_OP_Concat ? k->n_in : k->n_out;
+    bd_concat_rows r;
+    braid_status st = bd_concat_rows_of(n, whole, &r, k->err);
     if (st) return st;
-    int64_t outer = 1, inner = (int64_t)es;
-    for (int d = 0; d < a; d++) outer *= whole->dims[d];
-    for (int d = a + 1; d < whole->rank; d++) inner *= whole->dims[d];
-    int64_t row = whole->dims[a] * inner, off = 0;
+    int64_t off = 0;
     for (int i = 0; i < parts; i++) {
         const bd_tensor *part = n->op == BD_OP_Concat ? &k->in[i] : &k->out[i];
-        int64_t chunk = part->rank > a ? part->dims[a] * inner : 0;
+        int64_t chunk = bd_concat_chunk(&r, part);
         if (chunk && part->data) {
             char *w = whole->data;
             char *p = part->data;
-            for (int64_t o = 0; o < outer; o++) {
-                if (n->op == BD_OP_Concat) memcpy(w + o * row + off, p + o * chunk, (size_t)chunk);
-                else memcpy(p + o * chunk, w + o * row + off, (size_t)chunk);
+            for (int64_t o = 0; o < r.outer; o++) {
+                if (n->op == BD_OP_Concat) memcpy(w + o * r.row + off, p + o * chunk, (size_t)chunk);
+                else memcpy(p + o * chunk, w + o * r.row + off, (size_t)chunk);
             }
         }
         off += chunk;
@@ -135,23 +132,14 @@ static braid_status run_concat_split(const bd_kernel *k)
 
 static braid_status run_slice(const bd_kernel *k)
 {
-    int64_t start[BD_MAX_RANK], step[BD_MAX_RANK], len[BD_MAX_RANK], str[BD_MAX_RANK];
+    int64_t offset, str[BD_MAX_RANK];
     const bd_tensor *x = &k->in[0];
-    size_t es = bd_dtype_size(x->dtype);
-    braid_status st = bd_slice_resolve(k->node, k->in, k->n_in, start, step, len, k->err);
+    int64_t es = (int64_t)bd_dtype_size(x->dtype);
+    braid_status st = bd_slice_view(k->node, k->in, k->n_in, &k->out[0], &offset, str, k->err);
     if (st) return st;
-    for (int d = 0; d < x->rank; d++)
-        if (len[d] != k->out[0].dims[d])
-            return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "Slice output dim %d is %lld, expected %lld", d,
-                           (long long)k->out[0].dims[d], (long long)len[d]);
     if (bd_numel(&k->out[0]) == 0) return BRAID_OK;
-    contiguous_strides(x, str);
-    const char *src = x->data;
-    for (int d = 0; d < x->rank; d++) {
-        src += start[d] * str[d] * (int64_t)es;
-        str[d] *= step[d] * (int64_t)es;
-    }
-    strided_copy(k->out[0].data, src, x->rank, len, str, es);
+    for (int d = 0; d < x->rank; d++) str[d] *= es;
+    strided_copy(k->out[0].data, (const char *)x->data + offset * es, x->rank, k->out[0].dims, str, (size_t)es);
     return BRAID_OK;
 }
 
