@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backend/cpu/cpu_ops.h"
 #include "cli/cli.h"
 
 static int exists(const char *p)
@@ -19,19 +20,8 @@ static int exists(const char *p)
 
 static double elem(const braid_tensor *t, int64_t i)
 {
-    switch (t->dtype) {
-    case BRAID_DTYPE_FLOAT: return ((float *)t->data)[i];
-    case BRAID_DTYPE_DOUBLE: return ((double *)t->data)[i];
-    case BRAID_DTYPE_INT64: return (double)((int64_t *)t->data)[i];
-    case BRAID_DTYPE_INT32: return ((int32_t *)t->data)[i];
-    case BRAID_DTYPE_INT16: return ((int16_t *)t->data)[i];
-    case BRAID_DTYPE_INT8: return ((int8_t *)t->data)[i];
-    case BRAID_DTYPE_UINT8: case BRAID_DTYPE_BOOL: return ((uint8_t *)t->data)[i];
-    case BRAID_DTYPE_UINT16: case BRAID_DTYPE_FLOAT16: return ((uint16_t *)t->data)[i];
-    case BRAID_DTYPE_UINT32: return ((uint32_t *)t->data)[i];
-    case BRAID_DTYPE_UINT64: return (double)((uint64_t *)t->data)[i];
-    default: return 0;
-    }
+    bd_tensor v = {.dtype = t->dtype, .rank = t->rank, .data = t->data};
+    return bd_get_f64(&v, i);
 }
 
 /* Compares got with want: 0 when equal within tolerance. why gets the reason. */

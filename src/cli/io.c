@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backend/cpu/cpu_ops.h"
 #include "cli/cli.h"
 #include "onnx/onnx_internal.h"
 #include "ops/ops.h"
@@ -160,16 +161,7 @@ void cli_print_summary(FILE *f, const char *name, const braid_tensor *t)
     int64_t n = bd_numel(&bt);
     double mn = INFINITY, mx = -INFINITY, sum = 0;
     for (int64_t i = 0; i < n; i++) {
-        double v;
-        switch (t->dtype) {
-        case BRAID_DTYPE_FLOAT: v = ((float *)t->data)[i]; break;
-        case BRAID_DTYPE_DOUBLE: v = ((double *)t->data)[i]; break;
-        case BRAID_DTYPE_INT64: v = (double)((int64_t *)t->data)[i]; break;
-        case BRAID_DTYPE_INT32: v = ((int32_t *)t->data)[i]; break;
-        case BRAID_DTYPE_BOOL: case BRAID_DTYPE_UINT8: v = ((uint8_t *)t->data)[i]; break;
-        case BRAID_DTYPE_INT8: v = ((int8_t *)t->data)[i]; break;
-        default: v = 0;
-        }
+        double v = bd_get_f64(&bt, i);
         mn = v < mn ? v : mn;
         mx = v > mx ? v : mx;
         sum += v;

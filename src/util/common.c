@@ -117,6 +117,19 @@ const char *bd_dtype_name(int dt)
     return dt >= 0 && dt < (int)(sizeof names / sizeof *names) ? names[dt] : "unknown";
 }
 
+float bd_half_to_float(uint16_t h)
+{
+    uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, bits;
+    if (e == 0) {
+        float f = (float)m * 0x1p-24f; /* zero or subnormal */
+        return s ? -f : f;
+    }
+    bits = e == 31 ? s | 0x7f800000u | (m << 13) : s | ((e + 112) << 23) | (m << 13);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
 int64_t bd_numel(const bd_tensor *t)
 {
     int64_t n = 1;

@@ -75,6 +75,7 @@ typedef struct bd_tensor {
 } bd_tensor;
 
 size_t bd_dtype_size(int dtype);   /* 0 for UNDEFINED and STRING */
+float bd_half_to_float(uint16_t h); /* IEEE half (float16 bits) to float */
 const char *bd_dtype_name(int dtype);
 int64_t bd_numel(const bd_tensor *t); /* 1 for a scalar */
 /* numel * dtype size, or fails with LIMIT on overflow or over 2^40 bytes. */

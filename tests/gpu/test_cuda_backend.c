@@ -23,6 +23,7 @@
 
 #include "braid.h"
 #include "onnx/onnx.h"
+#include "backend/cpu/cpu_ops.h"
 #include "util/common.h"
 #ifdef BRAID_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
@@ -83,19 +84,8 @@ done:
 
 static double elem(const braid_tensor *t, size_t i)
 {
-    switch (t->dtype) {
-    case BRAID_DTYPE_FLOAT: return ((float *)t->data)[i];
-    case BRAID_DTYPE_DOUBLE: return ((double *)t->data)[i];
-    case BRAID_DTYPE_INT64: return (double)((int64_t *)t->data)[i];
-    case BRAID_DTYPE_INT32: return ((int32_t *)t->data)[i];
-    case BRAID_DTYPE_INT16: return ((int16_t *)t->data)[i];
-    case BRAID_DTYPE_INT8: return ((int8_t *)t->data)[i];
-    case BRAID_DTYPE_UINT8: case BRAID_DTYPE_BOOL: return ((uint8_t *)t->data)[i];
-    case BRAID_DTYPE_UINT16: return ((uint16_t *)t->data)[i];
-    case BRAID_DTYPE_UINT32: return ((uint32_t *)t->data)[i];
-    case BRAID_DTYPE_UINT64: return (double)((uint64_t *)t->data)[i];
-    default: return 0;
-    }
+    bd_tensor v = {.dtype = t->dtype, .rank = t->rank, .data = t->data};
+    return bd_get_f64(&v, (int64_t)i);
 }
 
 /* 0 when got equals want within |g - w| <= atol + rtol |w| (exact for integers). */

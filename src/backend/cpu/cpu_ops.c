@@ -40,6 +40,7 @@ double bd_get_f64(const bd_tensor *t, int64_t i)
     case BRAID_DTYPE_UINT16: return ((const uint16_t *)t->data)[i];
     case BRAID_DTYPE_UINT32: return ((const uint32_t *)t->data)[i];
     case BRAID_DTYPE_UINT64: return (double)((const uint64_t *)t->data)[i];
+    case BRAID_DTYPE_FLOAT16: return bd_half_to_float(((const uint16_t *)t->data)[i]);
     default: return 0;
     }
 }

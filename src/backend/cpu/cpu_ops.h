@@ -28,7 +28,7 @@ braid_status bd_cpu_run(const bd_kernel *k);
 /* Strides (in elements) of in's dims read as broadcast into out's rank:
  * 0 where in's dim is 1 and out's is not. */
 void bd_broadcast_strides(const bd_tensor *in, const bd_tensor *out, int64_t *strides);
-/* Converts element i of any numeric tensor to double / from double. */
+/* Converts element i of any numeric tensor (float16 included) to double / from double. */
 double bd_get_f64(const bd_tensor *t, int64_t i);
 void bd_set_f64(bd_tensor *t, int64_t i, double v);
 

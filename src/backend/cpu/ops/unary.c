@@ -166,20 +166,7 @@ CAST_A(DEF_CAST_ROW, _)
 #define CAST_TAB_ROW(ST, SN, ...) [BRAID_DTYPE_##SN] = {CAST_B(CAST_ENT, ST, SN)},
 static const cast_fn cast_tab[NDT][NDT] = {CAST_A(CAST_TAB_ROW, _)};
 
-/* IEEE half <-> float, rounding to nearest even. */
-static float h2f(uint16_t h)
-{
-    uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, bits;
-    if (e == 0) {
-        float f = (float)m * 0x1p-24f; /* zero or subnormal */
-        return s ? -f : f;
-    }
-    bits = e == 31 ? s | 0x7f800000u | (m << 13) : s | ((e + 112) << 23) | (m << 13);
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
+/* float -> IEEE half, rounding to nearest even (half -> float: bd_half_to_float). */
 static uint16_t f2h(float f)
 {
     uint32_t x, ax;
@@ -229,7 +216,7 @@ static void cast_range(void *vj, int64_t begin, int64_t end)
         int64_t c = BD_MIN(n - off, (int64_t)1024);
         if (j->sd == BRAID_DTYPE_FLOAT16) {
             const uint16_t *h = (const uint16_t *)src + off;
-            for (int64_t i = 0; i < c; i++) buf[i] = h2f(h[i]);
+            for (int64_t i = 0; i < c; i++) buf[i] = bd_half_to_float(h[i]);
             cast_tab[BRAID_DTYPE_FLOAT][j->dd](buf, dst + (size_t)off * j->ds, c);
         } else {
             uint16_t *h = (uint16_t *)dst + off;
