@@ -442,35 +442,13 @@ static braid_status get_plan(braid_session *s, const bd_tensor *in, bd_prepared 
     return BRAID_OK;
 }
 
-braid_status bd_session_plan(braid_session *s, const braid_tensor *inputs, const bd_prepared **out, bd_err *e)
+/* The caller's inputs as braid's tensors, each checked against the model's
+ * declaration (count, rank, shape, dtype, data present). */
+static braid_status take_inputs(const bd_graph *g, int n_inputs, const braid_tensor *inputs, bd_tensor *in, bd_err *e)
 {
-    const bd_graph *g = &s->m->g;
-    bd_tensor in[64];
-    if (g->n_inputs > 64) return BD_FAIL(e, BRAID_ERR_LIMIT, "the model has %d inputs; braid accepts up to 64", g->n_inputs);
-    for (int i = 0; i < g->n_inputs; i++) {
-        in[i] = (bd_tensor){.dtype = inputs[i].dtype, .rank = inputs[i].rank, .data = inputs[i].data};
-        memcpy(in[i].dims, inputs[i].dims, sizeof in[i].dims);
-        braid_status st = bd_check_input(g, i, &in[i], e);
-        if (st) return st;
-    }
-    pthread_mutex_lock(&s->mu);
-    bd_prepared *p = NULL;
-    braid_status st = get_plan(s, in, &p, e);
-    pthread_mutex_unlock(&s->mu);
-    *out = p;
-    return st;
-}
-
-static braid_status run_locked(braid_session *s, int n_inputs, const braid_tensor *inputs, int n_outputs,
-                               braid_tensor *outputs, int into, bd_err *e)
-{
-    const bd_graph *g = &s->m->g;
-    bd_tensor in[64];
     if (n_inputs != g->n_inputs)
         return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "the model has %d inputs, %d were given", g->n_inputs, n_inputs);
     if (n_inputs > 64) return BD_FAIL(e, BRAID_ERR_LIMIT, "the model has %d inputs; braid accepts up to 64", n_inputs);
-    if (n_outputs < 0 || n_outputs > g->n_outputs || (n_outputs && !outputs))
-        return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "asked for %d outputs; the model has %d", n_outputs, g->n_outputs);
     for (int i = 0; i < n_inputs; i++) {
         const braid_tensor *t = &inputs[i];
         in[i].dtype = t->dtype;
@@ -487,6 +465,32 @@ static braid_status run_locked(braid_session *s, int n_inputs, const braid_tenso
         if (!t->data && nb)
             return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "input '%s' has no data", g->values[g->inputs[i]].name);
     }
+    return BRAID_OK;
+}
+
+braid_status bd_session_plan(braid_session *s, const braid_tensor *inputs, const bd_prepared **out, bd_err *e)
+{
+    bd_tensor in[64];
+    braid_status st = take_inputs(&s->m->g, s->m->g.n_inputs, inputs, in, e);
+    if (st) return st;
+    pthread_mutex_lock(&s->mu);
+    bd_prepared *p = NULL;
+    st = get_plan(s, in, &p, e);
+    pthread_mutex_unlock(&s->mu);
+    *out = p;
+    return st;
+}
+
+static braid_status run_locked(braid_session *s, int n_inputs, const braid_tensor *inputs, int n_outputs,
+                               braid_tensor *outputs, int into, bd_err *e)
+{
+    const bd_graph *g = &s->m->g;
+    bd_tensor in[64];
+    if (n_inputs != g->n_inputs || n_inputs > 64) return take_inputs(g, n_inputs, inputs, in, e);
+    if (n_outputs < 0 || n_outputs > g->n_outputs || (n_outputs && !outputs))
+        return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "asked for %d outputs; the model has %d", n_outputs, g->n_outputs);
+    braid_status st0 = take_inputs(g, n_inputs, inputs, in, e);
+    if (st0) return st0;
     bd_prepared *p = NULL;
     braid_status st = get_plan(s, in, &p, e);
     if (st) return st;
