@@ -43,17 +43,23 @@ struct conv_cache {
 
 /* ---- kernels ------------------------------------------------------------------------ */
 
+/* y = bd_conv_epilogue(...) in place, one pass: the bias, the residual of an
+ * Add folded into the Conv (input 3) and the fused activation (src/graph/fuse.c). */
+static __global__ void conv_epilogue(float *__restrict__ y, int64_t n, int64_t plane, int64_t c_out,
+                                     const float *__restrict__ bias, const float *__restrict__ z, int act, float a,
+                                     float b, int res)
+{
+    BD_CU_LOOP(i, n)
+    {
+        float bv = bias ? bias[(i / plane) % c_out] : 0.0f;
+        y[i] = bd_conv_epilogue(act, a, b, res, y[i], bv, z ? z[i] : 0.0f);
+    }
+}
+
 /* dst (planes x td x th x tw) = src (planes x sd x sh x sw) shifted by off, zero outside;
  * plus bias[plane % c] when bias is set. Serves both the input padding
  * (off = pad begin) and the output crop (off = -pad begin). */
-static /* y = act(y) in place: the activation fused into a Conv. */
-__global__ void conv_act(float *__restrict__ y, int64_t n, int act, float a, float b)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = bd_conv_act_apply(act, a, b, y[i]);
-}
-
-__global__ void shift_copy(const float *__restrict__ src, float *__restrict__ dst, int64_t planes,
+static __global__ void shift_copy(const float *__restrict__ src, float *__restrict__ dst, int64_t planes,
                                   plane3 s, plane3 t, int64_t od, int64_t oh, int64_t ow,
                                   const float *__restrict__ bias, int64_t c)
 {
@@ -133,6 +139,8 @@ template <class Perf> static int pick(const Perf *perf, int n, size_t ws, int tf
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < n; i++) {
             if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws) continue;
+            /* ALLOW_CONVERSION computes FP32 data in FP16: never, TF32 or not. */
+            if (perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
             if (!tf32 && perf[i].mathType != (pass ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)) continue;
             *need = perf[i].memory;
             *math = tf32 ? perf[i].mathType : CUDNN_FMA_MATH;
@@ -282,14 +290,41 @@ static braid_status setup(const bd_cuda_kernel *k, conv_cache **out)
                                                                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
             c->fwd_algo = pick(perf, got, k->workspace_size, k->allow_tf32, &c->ws_need, &math,
                                (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
+            /* The workspace under the math type the algorithm runs with; an algorithm
+             * that does not support it (or needs more) falls back to IMPLICIT_GEMM. */
+            size_t need = 0;
+            BD_CUDNN_TRY(e, cudnnSetConvolutionMathType(c->cd, math));
+            if (cudnnGetConvolutionForwardWorkspaceSize(k->cudnn, c->xd, c->wd, c->cd, c->yd,
+                                                        (cudnnConvolutionFwdAlgo_t)c->fwd_algo, &need) !=
+                    CUDNN_STATUS_SUCCESS || need > k->workspace_size) {
+                c->fwd_algo = (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+                math = k->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+                BD_CUDNN_TRY(e, cudnnSetConvolutionMathType(c->cd, math));
+                BD_CUDNN_TRY(e, cudnnGetConvolutionForwardWorkspaceSize(k->cudnn, c->xd, c->wd, c->cd, c->yd,
+                                                                        (cudnnConvolutionFwdAlgo_t)c->fwd_algo,
+                                                                        &need));
+            }
+            c->ws_need = need;
         } else {
             cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
             BD_CUDNN_TRY(e, cudnnGetConvolutionBackwardDataAlgorithm_v7(k->cudnn, c->wd, c->xd, c->cd, c->yd,
                                                                         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
             c->bwd_algo = pick(perf, got, k->workspace_size, k->allow_tf32, &c->ws_need, &math,
                                (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_0);
+            size_t need = 0;
+            BD_CUDNN_TRY(e, cudnnSetConvolutionMathType(c->cd, math));
+            if (cudnnGetConvolutionBackwardDataWorkspaceSize(k->cudnn, c->wd, c->xd, c->cd, c->yd,
+                                                             (cudnnConvolutionBwdDataAlgo_t)c->bwd_algo, &need) !=
+                    CUDNN_STATUS_SUCCESS || need > k->workspace_size) {
+                c->bwd_algo = (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+                math = k->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+                BD_CUDNN_TRY(e, cudnnSetConvolutionMathType(c->cd, math));
+                BD_CUDNN_TRY(e, cudnnGetConvolutionBackwardDataWorkspaceSize(k->cudnn, c->wd, c->xd, c->cd, c->yd,
+                                                                             (cudnnConvolutionBwdDataAlgo_t)c->bwd_algo,
+                                                                             &need));
+            }
+            c->ws_need = need;
         }
-        BD_CUDNN_TRY(e, cudnnSetConvolutionMathType(c->cd, math));
     }
     *out = c;
     return BRAID_OK;
@@ -337,12 +372,14 @@ extern "C" braid_status bd_cuda_conv(const bd_cuda_kernel *k)
             BD_CUDNN_TRY(e, cudnnConvolutionForward(k->cudnn, &one, c->xd, src, c->wd, w, c->cd,
                                                     (cudnnConvolutionFwdAlgo_t)c->fwd_algo, k->workspace,
                                                     c->ws_need, &zero, c->yd, y));
-            if (bias) BD_CUDNN_TRY(e, cudnnAddTensor(k->cudnn, &one, c->bd, bias, &one, c->yd, y));
             const bd_conv_params *pa = (const bd_conv_params *)k->node->params;
-            if (pa->act != BD_ACT_NONE) { /* the fused activation (src/graph/fuse.c) */
+            const float *z = pa->res != BD_RES_NONE && k->n_in > 3 ? (const float *)k->in[3].data : NULL;
+            if (bias || z || pa->act != BD_ACT_NONE) {
                 int64_t n = bd_numel(&k->out[0]);
-                conv_act<<<bd_cu_grid(n), BD_CU_BLOCK, 0, k->stream>>>(y, n, pa->act, pa->act_a, pa->act_b);
-                BD_CU_CHECK_LAUNCH(k, "the convolution's fused activation");
+                conv_epilogue<<<bd_cu_grid(n), BD_CU_BLOCK, 0, k->stream>>>(y, n, n / (c->g.n * c->g.c_out),
+                                                                           c->g.c_out, bias, z, pa->act, pa->act_a,
+                                                                           pa->act_b, pa->res);
+                BD_CU_CHECK_LAUNCH(k, "the convolution's epilogue (bias, residual, activation)");
             }
             break;
         }

@@ -299,7 +299,7 @@ static void write_profile(braid_session *s)
         bd_prepared *p = s->cache[c];
         for (int i = 0; i < p->n_trace; i++) {
             const bd_trace_event *t = &p->trace[i];
-            const bd_node *n = &p->g->nodes[t->node];
+            const bd_node *n = p->inst.node[t->node];
             max_stream = BD_MAX(max_stream, t->stream);
             fprintf(f, "%s{\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"name\":", first ? "" : ",\n",
                     t->stream, (t->t0 - t_base) * 1e6, (t->t1 - t->t0) * 1e6);
@@ -421,7 +421,7 @@ static braid_status get_plan(braid_session *s, const bd_tensor *in, bd_prepared 
         if (!p) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
         int ms = s->x.max_streams; /* automatic: negative, capped by the backend */
         if (!ms) ms = -(s->be->auto_streams ? s->be->auto_streams(s->bstate) : BD_AUTO_MAX_STREAMS);
-        braid_status st = bd_prepare(g, in, ms, p, e);
+        braid_status st = bd_prepare(g, in, ms, s->be->fill_cost, p, e);
         if (!st) {
             st = s->be->prepare(s->bstate, p, e);
             if (st) bd_prepared_free(p);

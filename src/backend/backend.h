@@ -68,6 +68,11 @@ typedef struct bd_backend {
      * (optional: BD_AUTO_MAX_STREAMS). The CPU answers its core budget: more
      * stream threads than cores only contend. */
     int (*auto_streams)(void *state);
+    /* The estimated cost (seconds, as bd_inst.cost) at which one node keeps
+     * the whole device busy, so that running others beside it gains nothing;
+     * 0: none does (a node gets 1/streams of the device). The plan-time
+     * Conv+Add fusion weighs concurrency with it (bd_inst_fuse_add). */
+    double fill_cost;
 } bd_backend;
 
 extern const bd_backend bd_backend_cpu;
@@ -86,8 +91,10 @@ int bd_cuda_probe(char *why, size_t n);
 
 /* Builds the plan of one input signature (backend-independent part).
  * max_streams: N > 0 = at most N streams (1 = serial); 0 = automatic, up to
- * BD_AUTO_MAX_STREAMS; -N = automatic, up to N. */
-braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_streams, bd_prepared *p, bd_err *e);
+ * BD_AUTO_MAX_STREAMS; -N = automatic, up to N. fill_cost: the backend's
+ * (bd_backend.fill_cost). */
+braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_streams, double fill_cost,
+                        bd_prepared *p, bd_err *e);
 void bd_prepared_free(bd_prepared *p);
 /* Appends a trace event (thread-safe only per stream slot: callers lock). */
 void bd_trace_add(bd_prepared *p, int stream, int node, double t0, double t1);

@@ -1,16 +1,14 @@
 /* prepare.c: the backend-independent half of running a model: specialize
- * the graph to the input shapes, hand the live nodes, their dependencies,
- * costs and intermediate buffers to the plan compiler, and verify the plan. */
+ * the graph to the input shapes, choose the stream budget and the plan-time
+ * fusions, hand the live nodes, their dependencies, costs and intermediate
+ * buffers to the plan compiler, and verify the plan. */
 #include "backend/backend.h"
 
 #include <string.h>
 
-void bd_prepared_free(bd_prepared *p)
+/* Frees what build_sched_input made. */
+static void sched_input_free(bd_prepared *p)
 {
-    if (!p) return;
-    bd_inst_free(&p->inst);
-    bd_plan_free(&p->plan);
-    bd_free(p->sig);
     bd_free(p->live);
     bd_free((void *)p->sin.pred_start);
     bd_free((void *)p->sin.pred);
@@ -22,12 +20,25 @@ void bd_prepared_free(bd_prepared *p)
     bd_free((void *)p->sin.node_name);
     bd_free(p->val_buf);
     bd_free(p->val_out);
+    p->live = NULL;
+    p->val_buf = p->val_out = NULL;
+    memset(&p->sin, 0, sizeof p->sin);
+}
+
+void bd_prepared_free(bd_prepared *p)
+{
+    if (!p) return;
+    bd_inst_free(&p->inst);
+    bd_plan_free(&p->plan);
+    bd_free(p->sig);
+    sched_input_free(p);
     bd_free(p->vals);
     bd_free(p->out_data);
     bd_free(p->out_bytes);
     bd_free(p->trace);
     memset(p, 0, sizeof *p);
 }
+
 
 void bd_trace_add(bd_prepared *p, int stream, int node, double t0, double t1)
 {
@@ -49,11 +60,12 @@ static braid_status build_sched_input(bd_prepared *p, bd_err *e)
     const bd_graph *g = p->g;
     int nv = g->n_values, nn = g->n_nodes;
     int *node_live_idx = bd_malloc(((size_t)nn + 1) * sizeof(int));
+    int *prod = bd_malloc(((size_t)nv + 1) * sizeof(int)); /* per value: its live producer */
     int *pred_start = NULL, *pred = NULL, *buf_producer = NULL, *use_start = NULL, *use = NULL;
     double *cost = NULL;
     size_t *buf_size = NULL;
     const char **names = NULL;
-    BD_CHECK_ALLOC(e, node_live_idx);
+    BD_CHECK_ALLOC(e, node_live_idx && prod);
     p->live = bd_malloc(((size_t)nn + 1) * sizeof(int));
     p->val_buf = bd_malloc(((size_t)nv + 1) * sizeof(int));
     p->val_out = bd_malloc(((size_t)nv + 1) * sizeof(int));
@@ -63,13 +75,13 @@ static braid_status build_sched_input(bd_prepared *p, bd_err *e)
         node_live_idx[i] = -1;
         if (p->inst.live[i]) { node_live_idx[i] = p->n_live; p->live[p->n_live++] = i; }
     }
-    for (int v = 0; v < nv; v++) p->val_buf[v] = p->val_out[v] = -1;
+    for (int v = 0; v < nv; v++) p->val_buf[v] = p->val_out[v] = prod[v] = -1;
     for (int o = 0; o < g->n_outputs; o++)
         if (p->val_out[g->outputs[o]] < 0) p->val_out[g->outputs[o]] = o;
 
     int L = p->n_live, n_pred = 0, n_bufs = 0, n_use = 0;
     for (int i = 0; i < L; i++) {
-        const bd_node *n = &g->nodes[p->live[i]];
+        const bd_node *n = p->inst.node[p->live[i]];
         n_pred += n->n_in;
         n_use += n->n_in;
         n_bufs += n->n_out;
@@ -86,12 +98,14 @@ static braid_status build_sched_input(bd_prepared *p, bd_err *e)
     /* Buffers: outputs of live nodes that are not graph outputs. */
     int nb = 0;
     for (int i = 0; i < L; i++) {
-        const bd_node *n = &g->nodes[p->live[i]];
+        const bd_node *n = p->inst.node[p->live[i]];
         cost[i] = p->inst.cost[p->live[i]];
         names[i] = n->name;
         for (int o = 0; o < n->n_out; o++) {
             int v = n->out[o];
-            if (v < 0 || p->val_out[v] >= 0) continue;
+            if (v < 0) continue;
+            prod[v] = p->live[i];
+            if (p->val_out[v] >= 0) continue;
             size_t bytes;
             BD_TRY(bd_tensor_nbytes(&p->inst.vals[v], &bytes, e));
             p->val_buf[v] = nb;
@@ -102,12 +116,12 @@ static braid_status build_sched_input(bd_prepared *p, bd_err *e)
     /* Predecessors and buffer users (CSR). */
     int k = 0;
     for (int i = 0; i < L; i++) {
-        const bd_node *n = &g->nodes[p->live[i]];
+        const bd_node *n = p->inst.node[p->live[i]];
         pred_start[i] = k;
         for (int j = 0; j < n->n_in; j++) {
             int v = n->in[j];
-            if (v < 0 || g->values[v].producer < 0) continue;
-            int pl = node_live_idx[g->values[v].producer];
+            if (v < 0 || prod[v] < 0) continue;
+            int pl = node_live_idx[prod[v]];
             if (pl >= 0) pred[k++] = pl;
             if (p->val_buf[v] >= 0) use_start[p->val_buf[v] + 1]++;
         }
@@ -117,7 +131,7 @@ static braid_status build_sched_input(bd_prepared *p, bd_err *e)
     int *fill = bd_calloc((size_t)nb + 1, sizeof(int));
     BD_CHECK_ALLOC(e, fill);
     for (int i = 0; i < L; i++) {
-        const bd_node *n = &g->nodes[p->live[i]];
+        const bd_node *n = p->inst.node[p->live[i]];
         for (int j = 0; j < n->n_in; j++) {
             int v = n->in[j];
             if (v < 0 || p->val_buf[v] < 0) continue;
@@ -131,9 +145,11 @@ static braid_status build_sched_input(bd_prepared *p, bd_err *e)
                               .buf_producer = buf_producer, .use_start = use_start, .use = use,
                               .node_name = names};
     bd_free(node_live_idx);
+    bd_free(prod);
     return BRAID_OK;
 fail:
     bd_free(node_live_idx);
+    bd_free(prod);
     bd_free(pred_start);
     bd_free(pred);
     bd_free(cost);
@@ -163,7 +179,8 @@ static braid_status parallelism(const bd_sched_input *in, double *out, bd_err *e
     return BRAID_OK;
 }
 
-braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_streams, bd_prepared *p, bd_err *e)
+braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_streams, double fill_cost,
+                        bd_prepared *p, bd_err *e)
 {
     braid_status st = BRAID_OK;
     memset(p, 0, sizeof *p);
@@ -183,6 +200,12 @@ braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_stre
         double par = 1;
         BD_TRY(parallelism(&p->sin, &par, e));
         if (par < BD_MIN_PARALLELISM) cap = 1;
+    }
+    int folded = 0;
+    BD_TRY(bd_inst_fuse_add(&p->inst, cap, fill_cost, &folded, e));
+    if (folded) { /* the DAG changed: describe it again */
+        sched_input_free(p);
+        BD_TRY(build_sched_input(p, e));
     }
     BD_TRY(bd_plan_build(&p->sin, cap, &p->plan, e));
     st = bd_plan_verify(&p->sin, &p->plan, e);

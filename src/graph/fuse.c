@@ -1,16 +1,26 @@
-/* fuse.c: fusions made when a model loads. A Conv whose output is read by
- * exactly one node, a Relu, LeakyRelu or Clip (with constant bounds), and is
- * not a graph output, takes that activation into its epilogue: the activation
- * node goes, the Conv writes the activation's output, and its name becomes
- * "conv+act" so plans and profiles show the fusion. It never changes what can
- * run concurrently (the activation had no other reader), and it saves one
- * pass over the tensor. Folding an Add into the Conv that feeds it is not done
- * yet: when the Add's other input comes from a concurrent branch it would
- * serialize the branches, so it needs the plan's cost estimate. */
+/* fuse.c: fusions of Conv with what follows it, in two places.
+ *
+ * At load (bd_graph_fuse): a Conv whose output is read by exactly one node, a
+ * Relu, LeakyRelu or Clip (with constant bounds), and is not a graph output,
+ * takes that activation into its epilogue: the activation node goes, the
+ * Conv writes the activation's output, and its name becomes "conv+act". It
+ * never changes what can run concurrently (the activation had no other
+ * reader) and saves one pass over the tensor.
+ *
+ * At plan time (bd_inst_fuse_add): an Add whose input is a Conv's only use
+ * folds into that Conv (the Conv reads the Add's other input, the residual,
+ * in its epilogue), with the Relu, LeakyRelu or Clip after the Add when there
+ * is one. When the residual is already computed before the Conv starts (a
+ * ResNet skip), this only saves work. When it comes from a branch that could
+ * run beside the Conv (two convolutions into an Add), folding makes the Conv
+ * wait for that branch, so the fold is taken only where the instance's
+ * estimated time does not grow: serial plans, and nodes big enough to fill
+ * the device alone, fold; small concurrent branches stay concurrent. */
 #include <stdio.h>
 #include <string.h>
 
 #include "graph/ir.h"
+#include "graph/shape.h"
 #include "ops/conv.h"
 
 /* Reads a constant float scalar (a Clip bound); 0 when the value is not one. */
@@ -98,5 +108,226 @@ fail:
     bd_free(readers);
     bd_free(reader);
     bd_free(gone);
+    return st;
+}
+
+/* ---- plan time: an Add folded into the Conv that feeds it ------------------------ */
+
+/* Who makes and who reads each value among the instance's live nodes. */
+typedef struct use_map {
+    int *prod;   /* per value: the live node that writes it, -1 for none */
+    int *nread;  /* per value: live input slots that read it */
+    int *reader; /* per value: the last such node */
+} use_map;
+
+static void use_map_fill(const bd_inst *x, use_map *u)
+{
+    const bd_graph *g = x->g;
+    for (int v = 0; v < g->n_values; v++) u->prod[v] = -1, u->nread[v] = 0, u->reader[v] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!x->live[i]) continue;
+        const bd_node *n = x->node[i];
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0) { u->nread[n->in[k]]++; u->reader[n->in[k]] = i; }
+        for (int k = 0; k < n->n_out; k++)
+            if (n->out[k] >= 0) u->prod[n->out[k]] = i;
+    }
+}
+
+/* One way to fold Add node a: the Conv c writes the Add's result (or that of
+ * the activation r after it), reading the residual z. */
+typedef struct fold_cand {
+    int c, a, r; /* r: -1 when no activation folds */
+    int z;       /* the residual value */
+    int act;
+    float act_a, act_b;
+    double cost; /* estimated cost of the fused node */
+} fold_cand;
+
+/* The share of the device a node of cost c occupies (see bd_inst_fuse_add). */
+static double occupancy(double c, int lanes, double fill_cost)
+{
+    double f = 1.0 / lanes;
+    if (fill_cost > 0 && c / fill_cost > f) f = c / fill_cost < 1 ? c / fill_cost : 1;
+    return f;
+}
+
+/* The estimated time of the live DAG, with candidate f applied when given:
+ * the longer of its critical path and its total work weighted by the share
+ * of the device each node occupies (nodes that fill the device add up; small
+ * ones overlap up to `lanes` at a time). finish: n_nodes scratch. */
+static double est_time(const bd_inst *x, const use_map *u, const fold_cand *f, int lanes, double fill_cost,
+                       double *finish)
+{
+    const bd_graph *g = x->g;
+    double crit = 0, occ = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!x->live[i]) continue;
+        const bd_node *n = x->node[i];
+        double start = 0, c = x->cost[i];
+        for (int k = 0; k < n->n_in; k++) {
+            int p = n->in[k] >= 0 ? u->prod[n->in[k]] : -1;
+            if (p >= 0) start = BD_MAX(start, finish[p]);
+        }
+        if (f && (i == f->c || i == f->r)) c = 0; /* their work moves into the fused node, at a */
+        if (f && i == f->a) c = f->cost;
+        finish[i] = start + c;
+        crit = BD_MAX(crit, finish[i]);
+        occ += c * occupancy(c, lanes, fill_cost);
+    }
+    return BD_MAX(crit, occ);
+}
+
+/* 1 when node p is c or one of c's ancestors among the live nodes. */
+static int reaches(const bd_inst *x, const use_map *u, int p, int c, int *stack, unsigned char *seen)
+{
+    int top = 0, found = 0;
+    memset(seen, 0, (size_t)x->g->n_nodes);
+    stack[top++] = c;
+    seen[c] = 1;
+    while (top && !found) {
+        const bd_node *n = x->node[stack[--top]];
+        for (int k = 0; k < n->n_in; k++) {
+            int q = n->in[k] >= 0 ? u->prod[n->in[k]] : -1;
+            if (q < 0 || seen[q]) continue;
+            if (q == p) { found = 1; break; }
+            seen[q] = 1;
+            stack[top++] = q;
+        }
+    }
+    return found;
+}
+
+static int same_shape(const bd_tensor *a, const bd_tensor *b)
+{
+    if (a->dtype != b->dtype || a->rank != b->rank) return 0;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d]) return 0;
+    return 1;
+}
+
+/* Whether input k of Add node a can fold into its producer; fills f. */
+static int candidate(const bd_inst *x, const use_map *u, int a, int k, fold_cand *f)
+{
+    const bd_graph *g = x->g;
+    const bd_node *an = x->node[a];
+    int v = an->in[k], z = an->in[1 - k];
+    if (v < 0 || z < 0 || v == z || an->n_out != 1 || an->out[0] < 0) return 0;
+    int c = u->prod[v];
+    if (c < 0 || u->nread[v] != 1 || (g->values[v].flags & BD_VAL_OUTPUT)) return 0;
+    const bd_node *cn = x->node[c];
+    const bd_conv_params *p = cn->params;
+    if (cn->op != BD_OP_Conv || !p || p->res != BD_RES_NONE || cn->n_out != 1) return 0;
+    const bd_tensor *y = &x->vals[v];
+    if (y->dtype != BRAID_DTYPE_FLOAT || !same_shape(y, &x->vals[z]) || !same_shape(y, &x->vals[an->out[0]]))
+        return 0;
+    *f = (fold_cand){.c = c, .a = a, .r = -1, .z = z, .act = p->act, .act_a = p->act_a, .act_b = p->act_b};
+    f->cost = x->cost[c] + x->cost[a] / 3; /* the Add's pass becomes one more read */
+    int w = an->out[0], r = u->reader[w];
+    if (p->act == BD_ACT_NONE && r >= 0 && u->nread[w] == 1 && !(g->values[w].flags & BD_VAL_OUTPUT)) {
+        const bd_node *rn = x->node[r];
+        int act;
+        float aa, bb;
+        if (rn->in[0] == w && rn->n_out == 1 && rn->out[0] >= 0 && act_of(g, rn, &act, &aa, &bb)) {
+            f->r = r;
+            f->act = act;
+            f->act_a = aa;
+            f->act_b = bb;
+        }
+    }
+    return 1;
+}
+
+/* Rewrites the instance: the fused copy of the Conv takes the Add's place
+ * (the Add follows both of its producers in node order). */
+static braid_status apply_fold(bd_inst *x, const fold_cand *f, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    const bd_node *cn = x->node[f->c], *an = x->node[f->a];
+    const bd_node *rn = f->r >= 0 ? x->node[f->r] : NULL;
+    bd_node *n = &x->fused[x->n_fused];
+    *n = *cn; /* op, attributes and domain stay the graph's */
+    size_t len = strlen(cn->name) + strlen(an->name) + (rn ? strlen(rn->name) + 1 : 0) + 2;
+    n->name = bd_malloc(len);
+    n->in = bd_malloc(4 * sizeof *n->in);
+    n->out = bd_malloc(sizeof *n->out);
+    bd_conv_params *p = bd_malloc(sizeof *p);
+    n->params = p;
+    if (!n->name || !n->in || !n->out || !p) {
+        bd_free(n->name);
+        bd_free(n->in);
+        bd_free(n->out);
+        bd_free(p);
+        return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    x->n_fused++;
+    snprintf(n->name, len, "%s+%s%s%s", cn->name, an->name, rn ? "+" : "", rn ? rn->name : "");
+    n->n_in = 4;
+    n->in[0] = cn->in[0];
+    n->in[1] = cn->in[1];
+    n->in[2] = cn->n_in > 2 ? cn->in[2] : -1;
+    n->in[3] = f->z;
+    n->n_out = 1;
+    n->out[0] = rn ? rn->out[0] : an->out[0];
+    *p = *(const bd_conv_params *)cn->params;
+    p->res = p->act != BD_ACT_NONE ? BD_RES_POST : BD_RES_PRE; /* a load-time activation comes first */
+    p->act = f->act;
+    p->act_a = f->act_a;
+    p->act_b = f->act_b;
+    x->node[f->a] = n;
+    x->cost[f->a] = f->cost;
+    x->live[f->c] = 0;
+    x->cost[f->c] = 0;
+    if (f->r >= 0) { x->live[f->r] = 0; x->cost[f->r] = 0; }
+    return st;
+}
+
+braid_status bd_inst_fuse_add(bd_inst *x, int lanes, double fill_cost, int *n_folded, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    const bd_graph *g = x->g;
+    int nn = g->n_nodes, nv = g->n_values, adds = 0;
+    *n_folded = 0;
+    if (lanes < 1) lanes = 1;
+    for (int i = 0; i < nn; i++) adds += x->live[i] && x->node[i]->op == BD_OP_Add;
+    if (!adds) return BRAID_OK;
+    use_map u = {bd_malloc(((size_t)nv + 1) * sizeof(int)), bd_malloc(((size_t)nv + 1) * sizeof(int)),
+                 bd_malloc(((size_t)nv + 1) * sizeof(int))};
+    double *finish = bd_malloc(((size_t)nn + 1) * sizeof *finish);
+    int *stack = bd_malloc(((size_t)nn + 1) * sizeof *stack);
+    unsigned char *seen = bd_malloc((size_t)nn + 1);
+    x->fused = bd_calloc((size_t)adds, sizeof *x->fused);
+    BD_CHECK_ALLOC(e, u.prod && u.nread && u.reader && finish && stack && seen && x->fused);
+    use_map_fill(x, &u);
+    for (int a = 0; a < nn; a++) {
+        if (!x->live[a] || x->node[a]->op != BD_OP_Add || x->node[a]->n_in != 2) continue;
+        fold_cand best = {0}, f;
+        double best_t = 0, base = -1;
+        int have = 0;
+        for (int k = 0; k < 2; k++) {
+            if (!candidate(x, &u, a, k, &f)) continue;
+            int zp = u.prod[f.z];
+            double t = 0;
+            /* A residual made before the Conv starts (or a graph input or
+             * constant) costs no concurrency; neither does a serial plan. */
+            if (lanes > 1 && zp >= 0 && !reaches(x, &u, zp, f.c, stack, seen)) {
+                if (base < 0) base = est_time(x, &u, NULL, lanes, fill_cost, finish);
+                t = est_time(x, &u, &f, lanes, fill_cost, finish);
+                if (t > base) continue;
+            }
+            if (!have || t < best_t) { best = f; best_t = t; have = 1; }
+        }
+        if (!have) continue;
+        BD_TRY(apply_fold(x, &best, e));
+        use_map_fill(x, &u);
+        (*n_folded)++;
+    }
+fail:
+    bd_free(u.prod);
+    bd_free(u.nread);
+    bd_free(u.reader);
+    bd_free(finish);
+    bd_free(stack);
+    bd_free(seen);
     return st;
 }

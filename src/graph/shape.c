@@ -98,6 +98,14 @@ void bd_inst_free(bd_inst *x)
     bd_free(x->owned);
     bd_free(x->live);
     bd_free(x->cost);
+    for (int i = 0; x->fused && i < x->n_fused; i++) { /* a fused copy owns only these */
+        bd_free(x->fused[i].name);
+        bd_free(x->fused[i].in);
+        bd_free(x->fused[i].out);
+        bd_free(x->fused[i].params);
+    }
+    bd_free(x->fused);
+    bd_free((void *)x->node);
     memset(x, 0, sizeof *x);
 }
 
@@ -146,7 +154,9 @@ braid_status bd_inst_build(const bd_graph *g, const bd_tensor *inputs, bd_inst *
     x->owned = bd_calloc((size_t)g->n_values + 1, 1);
     x->live = bd_calloc((size_t)g->n_nodes + 1, 1);
     x->cost = bd_calloc((size_t)g->n_nodes + 1, sizeof *x->cost);
-    BD_CHECK_ALLOC(e, x->vals && x->owned && x->live && x->cost);
+    x->node = bd_malloc(((size_t)g->n_nodes + 1) * sizeof *x->node);
+    BD_CHECK_ALLOC(e, x->vals && x->owned && x->live && x->cost && x->node);
+    for (int i = 0; i < g->n_nodes; i++) x->node[i] = &g->nodes[i];
     for (int i = 0; i < g->n_inputs; i++) BD_TRY(bd_check_input(g, i, &inputs[i], e));
     BD_TRY(check_symbols(g, inputs, e));
     for (int v = 0; v < g->n_values; v++) {

@@ -13,6 +13,11 @@ typedef struct bd_inst {
     unsigned char *owned;     /* n_values: 1 where vals[v].data was made here (folded) */
     unsigned char *live;      /* n_nodes: 0 where the node was folded away */
     double *cost;             /* n_nodes: estimated seconds of each live node */
+    /* n_nodes: each node as this instance runs it: the graph's own, or a
+     * copy that a plan-time fusion rewrote (src/graph/fuse.c), owned here. */
+    const bd_node **node;
+    bd_node *fused;           /* the rewritten copies */
+    int n_fused;
 } bd_inst;
 
 /* inputs: one per graph input (g->inputs order); only dtype and shape are
@@ -21,6 +26,16 @@ typedef struct bd_inst {
  * fails. */
 braid_status bd_inst_build(const bd_graph *g, const bd_tensor *inputs, bd_inst *x, bd_err *e);
 void bd_inst_free(bd_inst *x);
+
+/* Plan-time fusion (src/graph/fuse.c): folds an Add into the Conv that
+ * produces one of its inputs (and the Relu, LeakyRelu or Clip right after the
+ * Add, when there is one) wherever the estimated time of the instance's DAG
+ * does not grow. lanes: the streams the plan may use. fill_cost: the
+ * estimated cost (seconds, as in cost[]) at which one node occupies the whole
+ * device, so that nothing beside it runs faster for running concurrently; 0
+ * when no node fills the device (each lane then has 1/lanes of it). *n_folded
+ * gets the number of Adds folded. */
+braid_status bd_inst_fuse_add(bd_inst *x, int lanes, double fill_cost, int *n_folded, bd_err *e);
 
 /* A small graph input (at most 1-D, at most BD_PLAN_VALUE_MAX int or float
  * values) that feeds an op's shape input (Slice starts, Reshape shape, Resize

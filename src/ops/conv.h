@@ -33,6 +33,27 @@ static inline BD_HOST_DEVICE float bd_conv_act_apply(int act, float a, float b, 
     }
 }
 
+/* Where an Add folded into a Conv (bd_inst_fuse_add in src/graph/fuse.c)
+ * adds its other input, the residual: a fused node has a 4th input. */
+typedef enum bd_conv_res {
+    BD_RES_NONE = 0,
+    BD_RES_PRE = 1, /* y = act(conv + bias + z): Conv -> Add [-> activation] */
+    BD_RES_POST = 2 /* y = act(conv + bias) + z: a Conv with a fused activation -> Add */
+} bd_conv_res;
+
+/* The Conv epilogue of one element: bias, residual and activation in the
+ * order the fusion fixed. v is the convolution's sum, z the residual (read
+ * only when res is set). Both backends use it. */
+static inline BD_HOST_DEVICE float bd_conv_epilogue(int act, float a, float b, int res, float v, float bias,
+                                                    float z)
+{
+    v += bias;
+    if (res == BD_RES_PRE) v += z;
+    v = bd_conv_act_apply(act, a, b, v);
+    if (res == BD_RES_POST) v += z;
+    return v;
+}
+
 /* Conv and ConvTranspose attributes as written in the model. A count of 0
  * means the attribute is absent (defaults apply once the rank is known). */
 typedef struct bd_conv_params {
@@ -47,6 +68,7 @@ typedef struct bd_conv_params {
     int64_t out_shape[BD_MAX_RANK + 2]; /* ConvTranspose: output_shape (spatial, or N, C, spatial) */
     int act;                            /* bd_conv_act, set by fusion (Conv only) */
     float act_a, act_b;
+    int res;                            /* bd_conv_res, set by plan-time fusion: input 3 is added */
 } bd_conv_params;
 
 /* The resolved geometry of one Conv or ConvTranspose call. Spatial arrays

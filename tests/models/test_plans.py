@@ -12,6 +12,11 @@ shape the design promises, read from `braid plan` and `braid run --profile`.
 - fusion: a Conv whose only reader is a Relu, LeakyRelu or constant-bound
   Clip absorbs it ("conv+act" in the plan); a Conv read twice, or that is a
   graph output, does not; the numbers match onnxruntime either way.
+- plan-time Conv+Add fusion: with one stream the Add of two_conv_add folds
+  into a conv ("conv+add", 2 launches); with two streams the convs stay
+  apart. In residual, skips computed before the conv fold at any stream
+  count, and the projection block folds into its main-path conv so the
+  shortcut still runs beside it.
 - --profile writes Chrome trace JSON with one track per stream and one slice
   per node, naming its op and shapes.
 Usage: test_plans.py BRAID MODELS_DIR
@@ -139,15 +144,28 @@ def main():
         s, (ns, ne, arena, total) = plan(braid, m("wide"), "--streams", str(cap))
         check(ns <= cap, f"wide: at most {cap} streams with --streams {cap}, got {ns}")
 
-    for name in ("two_conv_add", "inception", "fpn", "wide", "race"):
-        args = ["--shape", "x=8x16x32x32"] if name == "two_conv_add" else []
+    s, (ns, ne, arena, total) = plan(braid, m("two_conv_add"), "--shape", "x=8x16x32x32", "--streams", "1")
+    launches = [a for c in s.values() for k, a in c if k == "launch"]
+    check(len(launches) == 2 and any(re.fullmatch(r"conv_[ab]_\d+\+add_\d+", a) for a in launches),
+          f"two_conv_add --streams 1: the Add folds into a conv (2 launches), got {launches}")
+    s, (ns, ne, arena, total) = plan(braid, m("residual"), "--shape", "x=2x16x32x32", "--streams", "2")
+    launches = [a for c in s.values() for k, a in c if k == "launch"]
+    check(sorted(launches) == ["b1_c1_3+b1_c1_relu_4", "b1_c2_7+b1_add_8+b1_relu_9", "b2_c1_12+b2_c1_relu_13",
+                               "b2_c2_16+b2_add_20+b2_relu_21", "b2_proj_19", "b3_dw_23+b3_add_24+b3_leaky_25",
+                               "b4_c1_28+b4_c1_relu_29+b4_add_30"], f"residual --streams 2: folds, got {launches}")
+    check(ns == 2 and stream_of(s, "b2_proj") != stream_of(s, "b2_c2"),
+          f"residual --streams 2: the shortcut runs beside the main path, got {ns} streams")
+
+    for name in ("two_conv_add", "inception", "fpn", "wide", "race", "residual"):
+        args = ["--shape", "x=8x16x32x32"] if name in ("two_conv_add", "residual") else []
         s, (ns, ne, arena, total) = plan(braid, m(name), "--streams", "1", *args)
         check(ns == 1 and ne == 0, f"{name}: --streams 1 gives 1 stream and no events, got {ns}, {ne}")
         check(arena <= total, f"{name}: arena {arena} <= intermediates {total}")
 
     # Outputs are bitwise identical for any number of streams and threads.
     with tempfile.TemporaryDirectory() as tmp:
-        for name, args in (("wide", []), ("two_conv_add", ["--shape", "x=4x16x32x32"]), ("fpn", [])):
+        for name, args in (("wide", []), ("two_conv_add", ["--shape", "x=4x16x32x32"]), ("fpn", []),
+                           ("residual", ["--shape", "x=2x16x32x32"])):
             digests = set()
             for streams in ("1", "2", "4", "0"):
                 for threads in ("1", "2", "3"):

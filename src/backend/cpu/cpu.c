@@ -128,8 +128,8 @@ static braid_status cpu_prepare(void *state, bd_prepared *p, bd_err *e)
         if (p->val_out[v] >= 0 && p->inst.vals[v].data == NULL && !(g->values[v].flags & BD_VAL_INPUT))
             p->vals[v].data = p->out_data[p->val_out[v]];
     for (int i = 0; i < p->n_live; i++) {
-        cp->max_in = BD_MAX(cp->max_in, g->nodes[p->live[i]].n_in);
-        cp->max_out = BD_MAX(cp->max_out, g->nodes[p->live[i]].n_out);
+        cp->max_in = BD_MAX(cp->max_in, p->inst.node[p->live[i]]->n_in);
+        cp->max_out = BD_MAX(cp->max_out, p->inst.node[p->live[i]]->n_out);
     }
     /* Stream threads, started once; intra-op threads share the cores with them. */
     int S = BD_MAX(p->plan.n_streams, 1);
@@ -166,7 +166,6 @@ static void *run_stream(void *arg)
     worker *w = arg;
     bd_prepared *p = w->p;
     cpu_plan *cp = p->bstate;
-    const bd_graph *g = p->g;
     bd_err err = {0};
     bd_tensor *in = bd_calloc((size_t)cp->max_in + 1, sizeof *in);
     bd_tensor *out = bd_calloc((size_t)cp->max_out + 1, sizeof *out);
@@ -180,7 +179,7 @@ static void *run_stream(void *arg)
         if (cmd->kind == BD_CMD_LAUNCH) {
             if (__atomic_load_n(&cp->abort, __ATOMIC_ACQUIRE)) break;
             int ni = p->live[cmd->arg];
-            const bd_node *n = &g->nodes[ni];
+            const bd_node *n = p->inst.node[ni];
             for (int k = 0; k < cp->max_in; k++) { /* past n_in: omitted, as in shape inference */
                 if (k >= n->n_in || n->in[k] < 0) { memset(&in[k], 0, sizeof in[k]); in[k].rank = -1; }
                 else in[k] = p->vals[n->in[k]];

@@ -40,7 +40,7 @@ void bd_cuda_plan_release(void *state, bd_prepared *p)
         if (cp->graph) { cudaGraphDestroy(cp->graph); BD_CU_COUNT(s, graphs, -1); }
         if (cp->cache)
             for (int i = 0; i < p->n_live; i++)
-                if (cp->cache[i]) bd_cuda_free_cache(&g->nodes[p->live[i]], cp->cache[i]);
+                if (cp->cache[i]) bd_cuda_free_cache(p->inst.node[p->live[i]], cp->cache[i]);
         for (int i = 0; i < cp->n_ev; i++) bd_cu_event_destroy(s, cp->ev[i]);
         for (int i = 0; i < cp->n_fork; i++) bd_cu_event_destroy(s, cp->fork[i]);
         for (int i = 0; i < cp->n_prof; i++) bd_cu_event_destroy(s, cp->prof[i]);
@@ -89,6 +89,9 @@ static braid_status upload_consts(cuda_state *s, cuda_plan *cp, bd_prepared *p, 
         p->vals[v].data = (char *)cp->consts + off;
         off += align_up(bytes);
     }
+    /* A cudaMemcpy from pageable memory may return before its DMA lands, and the
+     * pool's non-blocking streams do not wait for the legacy stream it ran on. */
+    BD_CUDA_TRY(e, cudaStreamSynchronize(cudaStreamLegacy));
     return BRAID_OK;
 fail:
     return st;
@@ -163,8 +166,8 @@ braid_status bd_cuda_plan_prepare(void *state, bd_prepared *p, bd_err *e)
         for (int i = 0; i < 2 * p->n_live + 1; i++, cp->n_prof++) BD_TRY(bd_cu_event_create(s, &cp->prof[i], 1, e));
     }
     for (int i = 0; i < p->n_live; i++) {
-        cp->max_in = BD_MAX(cp->max_in, g->nodes[p->live[i]].n_in);
-        cp->max_out = BD_MAX(cp->max_out, g->nodes[p->live[i]].n_out);
+        cp->max_in = BD_MAX(cp->max_in, p->inst.node[p->live[i]]->n_in);
+        cp->max_out = BD_MAX(cp->max_out, p->inst.node[p->live[i]]->n_out);
     }
     return BRAID_OK;
 fail:
@@ -198,9 +201,8 @@ static braid_status launch(walk *w, int stream, int li, bd_err *e)
 {
     braid_status st = BRAID_OK;
     bd_prepared *p = w->p;
-    const bd_graph *g = p->g;
     const cuda_stream *cs = &w->s->streams[stream];
-    const bd_node *n = &g->nodes[p->live[li]];
+    const bd_node *n = p->inst.node[p->live[li]];
     const cuda_plan *cp = p->bstate;
     for (int k = 0; k < cp->max_in; k++) { /* past n_in: omitted, as in shape inference */
         if (k >= n->n_in || n->in[k] < 0) {
@@ -290,8 +292,15 @@ static braid_status capture(walk *w, bd_err *e)
     cudaGraph_t graph = NULL;
     const bd_graph *g = w->p->g;
     for (int i = 0; i < g->n_inputs; i++) w->p->vals[g->inputs[i]].data = cp->in_buf[i];
-    BD_CUDA_TRY(e, cudaStreamBeginCapture(s0, cudaStreamCaptureModeGlobal));
+    /* Thread-local: a capture in Global mode makes every other thread's unsafe
+     * call (another session's cudaMalloc, cudaMemcpy, ...) fail while it lasts. */
+    BD_CUDA_TRY(e, cudaStreamBeginCapture(s0, cudaStreamCaptureModeThreadLocal));
     st = enqueue(w, e);
+    if (st) /* join every forked stream back, or EndCapture fails as unjoined and they stay capturing */
+        for (int t = 1; t < w->p->plan.n_streams; t++) {
+            cudaEventRecord(cp->fork[t], w->s->streams[t].s);
+            cudaStreamWaitEvent(s0, cp->fork[t], 0);
+        }
     cudaError_t ce = cudaStreamEndCapture(s0, &graph);
     if (graph) BD_CU_COUNT(w->s, graphs, 1);
     if (st) goto fail;
@@ -358,21 +367,27 @@ braid_status bd_cuda_plan_run(void *state, bd_prepared *p, const bd_tensor *inpu
     BD_CHECK_ALLOC(e, w.cur && w.in && w.host_in && w.out);
     /* Inputs. One in a host-shared buffer of the session is used where it is
      * (no copy), except by a captured graph, which reads the plan's own
-     * buffers: it gets a device-side copy. Any other input is copied on the
-     * host into the plan's managed buffer (the previous run has finished:
-     * each run ends synchronized). */
+     * buffers: it gets a device-side copy. Any other input is copied into the
+     * plan's managed buffer on stream 0, before the fork (or the graph) that
+     * every other stream waits on. */
     for (int i = 0; i < g->n_inputs; i++) {
         void *src = inputs[i].data, *use = cp->in_buf[i];
         size_t nb = cp->in_bytes[i];
         if (nb && bd_cu_is_shared(s, src, nb)) {
             if (!cp->exec) use = src;
             else if (src != use) BD_CUDA_TRY(e, cudaMemcpyAsync(use, src, nb, cudaMemcpyDefault, s0));
+            BD_TRY(prefetch(s, use, nb, 0, s0, e));
         } else if (nb) {
-            memcpy(use, src, nb);
+            /* Host stores into managed pages that the last run moved to the device
+             * would fault every page back; the copy engine writes them in place. */
+            BD_TRY(prefetch(s, use, nb, 0, s0, e));
+            BD_CUDA_TRY(e, cudaMemcpyAsync(use, src, nb, cudaMemcpyDefault, s0));
         }
         p->vals[g->inputs[i]].data = use;
-        BD_TRY(prefetch(s, use, nb, 0, s0, e));
     }
+    /* Outputs back on the device before kernels write them (the last run moved
+     * them to the host): one migration by the copy engine, not a fault per page. */
+    for (int o = 0; o < g->n_outputs; o++) BD_TRY(prefetch(s, p->out_data[o], p->out_bytes[o], 0, s0, e));
     w.profile = s->profile && !cp->exec && cp->n_prof;
     double host_base = bd_now();
     if (cp->exec) BD_CUDA_TRY(e, cudaGraphLaunch(cp->exec, s0));

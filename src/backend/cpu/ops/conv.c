@@ -150,13 +150,21 @@ static void conv_depthwise(const bd_conv_geom *g, const win3 *w, const float *x,
     bd_parallel_for(threads, planes, BD_MAX((int64_t)1, DW_MIN_WORK / BD_MAX(w->grid_size * w->taps, 1)), dw_chunk, &all);
 }
 
-/* The fused activation, if any (see src/graph/fuse.c). */
-static void apply_act(const bd_kernel *k, float *y)
+/* After the sums: the bias (unless y already holds it), the residual of a
+ * folded Add and the fused activation, in one pass (see src/graph/fuse.c). */
+static void epilogue(const bd_kernel *k, const bd_conv_geom *g, const float *bias, float *y)
 {
     const bd_conv_params *pa = k->node->params;
-    if (pa->act == BD_ACT_NONE) return;
-    int64_t n = bd_numel(&k->out[0]);
-    for (int64_t i = 0; i < n; i++) y[i] = bd_conv_act_apply(pa->act, pa->act_a, pa->act_b, y[i]);
+    const float *z = pa->res != BD_RES_NONE && k->n_in > 3 ? k->in[3].data : NULL;
+    int64_t planes = g->n * g->c_out, numel = bd_numel(&k->out[0]);
+    if ((!bias && !z && pa->act == BD_ACT_NONE) || planes <= 0 || numel <= 0) return;
+    int64_t p = numel / planes;
+    for (int64_t nc = 0; nc < planes; nc++) {
+        float b0 = bias ? bias[nc % g->c_out] : 0.0f, *yc = y + nc * p;
+        const float *zc = z ? z + nc * p : NULL;
+        for (int64_t j = 0; j < p; j++)
+            yc[j] = bd_conv_epilogue(pa->act, pa->act_a, pa->act_b, pa->res, yc[j], b0, zc ? zc[j] : 0.0f);
+    }
 }
 
 static braid_status check_blas_dims(int64_t a, int64_t b, int64_t c, bd_err *e)
@@ -180,7 +188,7 @@ static braid_status conv_forward(const bd_kernel *k, const bd_conv_geom *g)
     int64_t kk = cg * w.taps, p = w.grid_size;
     if (cg == 1) {
         conv_depthwise(g, &w, x, wt, bias, y, k->threads);
-        apply_act(k, y);
+        epilogue(k, g, NULL, y); /* the bias is in y already */
         return BRAID_OK;
     }
     int pointwise = w.taps == 1;
@@ -198,13 +206,7 @@ static braid_status conv_forward(const bd_kernel *k, const bd_conv_geom *g)
             if (!pointwise) im2col(xg, cg, &w, col);
             bd_sgemm(k->threads, 0, 0, mg, p, kk, 1.0f, wt + gi * mg * kk, kk, pointwise ? xg : col, p, 0.0f, yg, p);
         }
-    if (bias)
-        for (int64_t n = 0; n < g->n; n++)
-            for (int64_t m = 0; m < g->c_out; m++) {
-                float *yc = y + (n * g->c_out + m) * p;
-                for (int64_t j = 0; j < p; j++) yc[j] += bias[m];
-            }
-    apply_act(k, y);
+    epilogue(k, g, bias, y);
 fail:
     bd_free(col);
     return st;
