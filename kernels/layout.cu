@@ -3,6 +3,8 @@
  * src/backend/cpu/ops/layout.c. Every op moves whole elements of any
  * fixed-size dtype by width (1, 2, 4 or 8 bytes). Transpose, Slice and
  * Expand are one strided gather; Concat and Split are 2-D copies. */
+#include <limits.h>
+
 #include "common.cuh"
 
 extern "C" {
@@ -152,15 +154,21 @@ static braid_status run_concat_split(const bd_cuda_kernel *k)
         const bd_tensor *part = n->op == BD_OP_Concat ? &k->in[i] : &k->out[i];
         int64_t chunk = bd_concat_chunk(&r, part);
         if (chunk && r.outer && part->data) {
-            char *w = (char *)whole->data + off;
-            char *p = (char *)part->data;
             /* outer rows of chunk bytes: pitch row in the whole, chunk in the part */
-            if (n->op == BD_OP_Concat)
-                BD_CU_CHECK_CALL(k, cudaMemcpy2DAsync(w, (size_t)r.row, p, (size_t)chunk, (size_t)chunk,
-                                                      (size_t)r.outer, cudaMemcpyDeviceToDevice, k->stream));
+            int cat = n->op == BD_OP_Concat;
+            char *dst = cat ? (char *)whole->data + off : (char *)part->data;
+            const char *src = cat ? (const char *)part->data : (const char *)whole->data + off;
+            size_t dp = (size_t)(cat ? r.row : chunk), sp = (size_t)(cat ? chunk : r.row);
+            if (r.outer == 1 || chunk == r.row) /* one contiguous block */
+                BD_CU_CHECK_CALL(k, cudaMemcpyAsync(dst, src, (size_t)(r.outer * chunk), cudaMemcpyDeviceToDevice,
+                                                    k->stream));
+            else if (r.row > INT_MAX) /* beyond the largest pitch of a 2-D copy: row by row */
+                for (int64_t o = 0; o < r.outer; o++)
+                    BD_CU_CHECK_CALL(k, cudaMemcpyAsync(dst + o * dp, src + o * sp, (size_t)chunk,
+                                                        cudaMemcpyDeviceToDevice, k->stream));
             else
-                BD_CU_CHECK_CALL(k, cudaMemcpy2DAsync(p, (size_t)chunk, w, (size_t)r.row, (size_t)chunk,
-                                                      (size_t)r.outer, cudaMemcpyDeviceToDevice, k->stream));
+                BD_CU_CHECK_CALL(k, cudaMemcpy2DAsync(dst, dp, src, sp, (size_t)chunk, (size_t)r.outer,
+                                                      cudaMemcpyDeviceToDevice, k->stream));
         }
         off += chunk;
     }

@@ -32,10 +32,6 @@ __device__ __forceinline__ float m_ceil(float v) { return ceilf(v); }
 __device__ __forceinline__ double m_ceil(double v) { return ceil(v); }
 __device__ __forceinline__ float m_fabs(float v) { return fabsf(v); }
 __device__ __forceinline__ double m_fabs(double v) { return fabs(v); }
-__device__ __forceinline__ float m_fmax(float a, float b) { return fmaxf(a, b); }
-__device__ __forceinline__ double m_fmax(double a, double b) { return fmax(a, b); }
-__device__ __forceinline__ float m_fmin(float a, float b) { return fminf(a, b); }
-__device__ __forceinline__ double m_fmin(double a, double b) { return fmin(a, b); }
 
 /* ---- element operations: T f(T v) with alpha/beta from the params -------- */
 
@@ -57,8 +53,11 @@ UN_OP(u_neg, std::is_integral<T>::value ? (T)(0 - (uint64_t)v) : -v)
 UN_OP(u_abs, std::is_integral<T>::value ? (v < 0 ? (T)(0 - (uint64_t)v) : v) : (T)m_fabs((double)v))
 UN_OP(u_lrelu, v >= 0 ? v : v * (T)c.alpha)
 UN_OP(u_sigmoid, (T)1 / ((T)1 + m_exp(-v)))
-UN_OP(u_hsig, m_fmax((T)0, m_fmin((T)1, (T)c.alpha * v + (T)c.beta)))
-UN_OP(u_hswish, v * m_fmax((T)0, m_fmin((T)1, v * (T)(1.0 / 6.0) + (T)0.5)))
+/* Clamp to [0, 1] with selects, as the CPU's UNIT does: a NaN stays NaN
+ * (fmax/fmin would turn it into 0 or 1). */
+template <class T> __device__ __forceinline__ T unit_clamp(T y) { return y < (T)0 ? (T)0 : y > (T)1 ? (T)1 : y; }
+UN_OP(u_hsig, unit_clamp((T)c.alpha * v + (T)c.beta))
+UN_OP(u_hswish, v * unit_clamp(v * (T)(1.0 / 6.0) + (T)0.5))
 UN_OP(u_tanh, m_tanh(v))
 UN_OP(u_exp, m_exp(v))
 UN_OP(u_log, m_log(v))
