@@ -142,6 +142,10 @@ braid_status braid_session_create(const braid_model *m, const braid_options *o,
 void braid_session_destroy(braid_session *s);
 /* The backend actually used (AUTO resolved). */
 braid_backend braid_session_backend(const braid_session *s);
+/* Why a BRAID_BACKEND_AUTO session runs on the CPU ("no CUDA device answers:
+ * ...", "the CUDA backend library could not be loaded: ..."); "" when it runs
+ * on CUDA or the backend was named. Owned by the session. */
+const char *braid_session_backend_note(const braid_session *s);
 /* Runs the model. inputs[i] is graph input i (braid_model_input_info order);
  * n_inputs must equal the input count. outputs[i] receives graph output i
  * (n_outputs may be smaller than the output count): braid fills every field,

@@ -35,6 +35,7 @@ struct braid_session {
     bd_prepared *cache[PLAN_CACHE]; /* most recently used first */
     void **in_buf;                  /* per graph input: host-shared buffer, or NULL */
     char err[1100];
+    char backend_note[600];         /* why AUTO chose the CPU */
 };
 
 static _Thread_local char tls_err[1100];
@@ -61,7 +62,7 @@ static braid_status thread_fail(braid_status s, const char *fmt, ...)
     return s;
 }
 
-const char *braid_version(void) { return "0.1.0"; }
+const char *braid_version(void) { return BRAID_VERSION_STRING; }
 const char *braid_last_error(void) { return tls_err; }
 const char *braid_session_error(const braid_session *s) { return s ? s->err : tls_err; }
 const char *braid_dtype_name(braid_dtype t) { return bd_dtype_name((int)t); }
@@ -244,22 +245,18 @@ braid_status braid_session_create(const braid_model *m, const braid_options *o, 
     }
     s->kind = BRAID_BACKEND_CPU;
     s->be = &bd_backend_cpu;
-#ifdef BRAID_HAVE_CUDA
-    char why[256] = "";
-    int have = o->backend != BRAID_BACKEND_CPU && bd_cuda_probe(why, sizeof why);
+    char why[600] = "";
+    const bd_cuda_module *cu = o->backend != BRAID_BACKEND_CPU ? bd_cuda_module_load(why, sizeof why) : NULL;
+    int have = cu && cu->probe(why, sizeof why);
     if (o->backend == BRAID_BACKEND_CUDA && !have) {
         bd_free(s->profile_path);
         bd_free(s);
-        return thread_fail(BRAID_ERR_NO_DEVICE, "the CUDA backend was asked for but no CUDA device answers: %s", why);
+        return thread_fail(BRAID_ERR_NO_DEVICE, "the CUDA backend was asked for but %s%s",
+                           cu ? "no CUDA device answers: " : "", why);
     }
-    if (have) { s->kind = BRAID_BACKEND_CUDA; s->be = &bd_backend_cuda; }
-#else
-    if (o->backend == BRAID_BACKEND_CUDA) {
-        bd_free(s->profile_path);
-        bd_free(s);
-        return thread_fail(BRAID_ERR_NO_DEVICE, "the CUDA backend was asked for but this braid was built without CUDA");
-    }
-#endif
+    if (have) { s->kind = BRAID_BACKEND_CUDA; s->be = cu->backend; }
+    else if (o->backend == BRAID_BACKEND_AUTO) snprintf(s->backend_note, sizeof s->backend_note, "%s%s",
+                                                        cu ? "no CUDA device answers: " : "", why);
     bd_err e = {0};
     if (s->be->open(&m->g, &s->x, &s->bstate, &e) != BRAID_OK) {
         bd_free(s->profile_path);
@@ -272,6 +269,8 @@ braid_status braid_session_create(const braid_model *m, const braid_options *o, 
 }
 
 braid_backend braid_session_backend(const braid_session *s) { return s ? s->kind : BRAID_BACKEND_CPU; }
+
+const char *braid_session_backend_note(const braid_session *s) { return s ? s->backend_note : ""; }
 
 static void json_str(FILE *f, const char *s)
 {

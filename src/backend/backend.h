@@ -77,10 +77,34 @@ typedef struct bd_backend {
 
 extern const bd_backend bd_backend_cpu;
 #ifdef BRAID_HAVE_CUDA
+/* Defined by the CUDA backend (src/backend/cuda/), which is built into its
+ * own library; braid reaches them through bd_cuda_module_load. */
 extern const bd_backend bd_backend_cuda;
 /* 1 when a CUDA device answers; *why gets the reason when not. */
 int bd_cuda_probe(char *why, size_t n);
 #endif
+
+/* What the CUDA backend library exports under the name braid_cuda_module
+ * (src/backend/cuda/module.c). The ABI number and the version keep a library
+ * from another build of braid out: the two share these structures. */
+typedef struct bd_cuda_module {
+    unsigned long abi;
+    const char *version;
+    const bd_backend *backend;
+    int (*probe)(char *why, size_t n);
+    /* The process's live CUDA objects, all sessions together: streams,
+     * events, cuDNN handles, cuBLAS handles, allocations, CUDA graphs. */
+    void (*global_counts)(long live[6]);
+} bd_cuda_module;
+#define BD_CUDA_MODULE_ABI                                                                            \
+    ((unsigned long)sizeof(bd_backend) * 1000003ul + sizeof(bd_prepared) * 10007ul +               \
+     sizeof(bd_inst) * 101ul + sizeof(bd_graph) * 7ul + sizeof(bd_node) + sizeof(bd_plan) * 3ul + 1ul)
+#define BD_CUDA_MODULE_FILE "libbraid_cuda.so"
+/* The CUDA backend, loaded once per process: from $BRAID_CUDA_MODULE when
+ * set, else beside the library or program that holds braid (or in ../lib
+ * from it), else braid's install libdir, else the loader's search path. NULL when it cannot be
+ * loaded (or braid was built without CUDA); *why then says why. */
+const bd_cuda_module *bd_cuda_module_load(char *why, size_t n);
 
 /* The most streams an automatic plan uses on any backend. */
 #define BD_AUTO_MAX_STREAMS 8

@@ -185,7 +185,9 @@ int cli_run(const cli_opts *o)
     if (n_in > CLI_MAX_ARGS || n_out > CLI_MAX_ARGS) { cli_fail("models with more than %d inputs or outputs are not supported by the command line", CLI_MAX_ARGS); n_in = 0; goto done; }
     if ((st = cli_make_inputs(o, m, ins, err, sizeof err))) { n_in = 0; rc = cli_fail("%s", err); goto done; }
     if ((st = cli_session(o, m, o->streams, &s))) { rc = cli_fail("%s", braid_last_error()); rc = cli_status_exit(st); goto done; }
-    fprintf(stderr, "braid: backend %s\n", braid_session_backend(s) == BRAID_BACKEND_CUDA ? "cuda" : "cpu");
+    const char *note = braid_session_backend_note(s);
+    fprintf(stderr, "braid: backend %s%s%s%s\n", braid_session_backend(s) == BRAID_BACKEND_CUDA ? "cuda" : "cpu",
+            note[0] ? " (" : "", note, note[0] ? ")" : "");
     if ((st = braid_session_run(s, n_in, ins, n_out, outs))) { cli_fail("%s", braid_session_error(s)); rc = cli_status_exit(st); goto done; }
     if (o->output_dir) mkdir(o->output_dir, 0755);
     for (int i = 0; i < n_out; i++) {

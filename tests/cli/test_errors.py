@@ -16,9 +16,10 @@ from onnx import TensorProto, helper, numpy_helper
 passed = failed = 0
 
 
-def expect(args, code, *needles, braid=None):
+def expect(args, code, *needles, braid=None, env=None):
     global passed, failed
-    p = subprocess.run([BRAID] + args, capture_output=True, text=True, timeout=120)
+    p = subprocess.run([BRAID] + args, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, **env) if env else None)
     text = p.stdout + p.stderr
     bad = []
     if p.returncode != code:
@@ -94,6 +95,17 @@ def main():
     expect(["frobnicate", good], 2, "unknown command 'frobnicate'")
     expect(["run", good, "--streams", "x"], 2, "--streams must be an integer")
     expect(["run", good, "--backend", "tpu"], 2, "--backend must be cpu, cuda or auto")
+    # The CUDA backend is a library of its own (libbraid_cuda.so beside braid):
+    # when it cannot be loaded, auto runs on the CPU and says why, cuda fails.
+    if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(BRAID)), "libbraid_cuda.so")):
+        gone = {"BRAID_CUDA_MODULE": os.path.join(TMP, "missing", "libbraid_cuda.so")}
+        expect(["run", good], 0, "backend cpu (the CUDA backend library could not be loaded:",
+               "missing/libbraid_cuda.so: cannot open shared object file", env=gone)
+        expect(["run", good, "--backend", "cuda"], 1, "the CUDA backend was asked for but the CUDA backend "
+               "library could not be loaded", env=gone)
+        save(graph([], [], []), "not_braid.so")
+        expect(["run", good], 0, "backend cpu (the CUDA backend library could not be loaded:",
+               env={"BRAID_CUDA_MODULE": os.path.join(TMP, "not_braid.so")})
 
     # Validation errors of the loader: each names the node, the op and the problem.
     x, y = F("x", [2, 3]), F("y", [2, 3])

@@ -29,5 +29,21 @@ if cmake -S "$src/examples" -B "$tmp/cm" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_B
    cmake --build "$tmp/cm" >>"$tmp/cm.log" 2>&1; then ok; else bad "build with find_package"; cat "$tmp/cm.log"; fi
 out=$("$tmp/cm/embed" "$model" 2 2>&1); echo "$out" | grep -qF "$want" && ok || bad "embed (find_package) printed: $out"
 
+# The CUDA backend is a library of its own: when built, it is installed beside
+# libbraid.so and the installed program loads it from there (here it then
+# finds no device), while braid itself never needs cuDNN or cuBLAS to start.
+if [ -e "$build/libbraid_cuda.so" ]; then
+  [ -e "$libdir/libbraid_cuda.so" ] && ok || bad "missing $libdir/libbraid_cuda.so"
+  out=$("$prefix/bin/braid" run "$model" --shape x=1x16x32x32 --backend cuda 2>&1)
+  case "$out" in
+    *"could not be loaded"*) bad "the installed braid did not load its CUDA library: $out" ;;
+    *"no CUDA device answers"*|*"backend cuda"*) ok ;;
+    *) bad "installed braid --backend cuda printed: $out" ;;
+  esac
+fi
+for f in "$prefix/bin/braid" "$libdir/libbraid.so"; do
+  if readelf -d "$f" | grep -q 'NEEDED.*\(cudnn\|cublas\|cudart\)'; then bad "$f needs a CUDA library to start"; else ok; fi
+done
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -9,7 +9,8 @@
 
 #include "braid.h"
 #ifdef BRAID_HAVE_CUDA
-#include "backend/cuda/cuda_backend.h"
+#include "backend/backend.h"
+#include "cuda_counts.h"
 #endif
 
 int main(void)
@@ -32,7 +33,7 @@ int main(void)
     int have_device = 0;
 #ifdef BRAID_HAVE_CUDA
     char why[256] = "";
-    have_device = bd_cuda_probe(why, sizeof why);
+    have_device = cuda_probe(why, sizeof why);
     if (!have_device) CHECK(why[0] != '\0'); /* the probe says why */
 #endif
     if (!have_device) {
@@ -52,7 +53,7 @@ int main(void)
 #ifdef BRAID_HAVE_CUDA
     {
         bd_cuda_live c;
-        bd_cuda_global_counts(&c);
+        cuda_counts(&c);
         CHECK_EQ_INT(c.streams, 0); /* a failed create leaves nothing behind */
         CHECK_EQ_INT(c.events, 0);
         CHECK_EQ_INT(c.allocs, 0);
