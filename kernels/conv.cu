@@ -151,6 +151,29 @@ template <class Perf> static int pick(const Perf *perf, int n, size_t ws, int tf
     return fallback;
 }
 
+/* Sets the math type the chosen algorithm runs with and its exact workspace
+ * under it; an algorithm that math type refuses (or that needs more than the
+ * stream's workspace) falls back to the one that always runs. ws_of(algo,
+ * &bytes) asks cuDNN for an algorithm's workspace. */
+template <class Query>
+static braid_status settle(const bd_cuda_kernel *k, conv_cache *c, int *algo, int fallback, cudnnMathType_t math,
+                           Query ws_of)
+{
+    braid_status st = BRAID_OK;
+    bd_err *e = k->err;
+    size_t need = 0;
+    BD_CUDNN_TRY(e, cudnnSetConvolutionMathType(c->cd, math));
+    if (ws_of(*algo, &need) != CUDNN_STATUS_SUCCESS || need > k->workspace_size) {
+        *algo = fallback;
+        BD_CUDNN_TRY(e, cudnnSetConvolutionMathType(c->cd, k->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+        BD_CUDNN_TRY(e, ws_of(*algo, &need));
+    }
+    c->ws_need = need;
+    return BRAID_OK;
+fail:
+    return st;
+}
+
 static braid_status setup(const bd_cuda_kernel *k, conv_cache **out)
 {
     braid_status st = BRAID_OK;
@@ -290,40 +313,22 @@ static braid_status setup(const bd_cuda_kernel *k, conv_cache **out)
                                                                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
             c->fwd_algo = pick(perf, got, k->workspace_size, k->allow_tf32, &c->ws_need, &math,
                                (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
-            /* The workspace under the math type the algorithm runs with; an algorithm
-             * that does not support it (or needs more) falls back to IMPLICIT_GEMM. */
-            size_t need = 0;
-            BD_CUDNN_TRY(e, cudnnSetConvolutionMathType(c->cd, math));
-            if (cudnnGetConvolutionForwardWorkspaceSize(k->cudnn, c->xd, c->wd, c->cd, c->yd,
-                                                        (cudnnConvolutionFwdAlgo_t)c->fwd_algo, &need) !=
-                    CUDNN_STATUS_SUCCESS || need > k->workspace_size) {
-                c->fwd_algo = (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-                math = k->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
-                BD_CUDNN_TRY(e, cudnnSetConvolutionMathType(c->cd, math));
-                BD_CUDNN_TRY(e, cudnnGetConvolutionForwardWorkspaceSize(k->cudnn, c->xd, c->wd, c->cd, c->yd,
-                                                                        (cudnnConvolutionFwdAlgo_t)c->fwd_algo,
-                                                                        &need));
-            }
-            c->ws_need = need;
+            BD_TRY(settle(k, c, &c->fwd_algo, (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, math,
+                          [&](int algo, size_t *need) {
+                              return cudnnGetConvolutionForwardWorkspaceSize(k->cudnn, c->xd, c->wd, c->cd, c->yd,
+                                                                             (cudnnConvolutionFwdAlgo_t)algo, need);
+                          }));
         } else {
             cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
             BD_CUDNN_TRY(e, cudnnGetConvolutionBackwardDataAlgorithm_v7(k->cudnn, c->wd, c->xd, c->cd, c->yd,
                                                                         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
             c->bwd_algo = pick(perf, got, k->workspace_size, k->allow_tf32, &c->ws_need, &math,
                                (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_0);
-            size_t need = 0;
-            BD_CUDNN_TRY(e, cudnnSetConvolutionMathType(c->cd, math));
-            if (cudnnGetConvolutionBackwardDataWorkspaceSize(k->cudnn, c->wd, c->xd, c->cd, c->yd,
-                                                             (cudnnConvolutionBwdDataAlgo_t)c->bwd_algo, &need) !=
-                    CUDNN_STATUS_SUCCESS || need > k->workspace_size) {
-                c->bwd_algo = (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
-                math = k->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
-                BD_CUDNN_TRY(e, cudnnSetConvolutionMathType(c->cd, math));
-                BD_CUDNN_TRY(e, cudnnGetConvolutionBackwardDataWorkspaceSize(k->cudnn, c->wd, c->xd, c->cd, c->yd,
-                                                                             (cudnnConvolutionBwdDataAlgo_t)c->bwd_algo,
-                                                                             &need));
-            }
-            c->ws_need = need;
+            BD_TRY(settle(k, c, &c->bwd_algo, (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, math,
+                          [&](int algo, size_t *need) {
+                              return cudnnGetConvolutionBackwardDataWorkspaceSize(
+                                  k->cudnn, c->wd, c->xd, c->cd, c->yd, (cudnnConvolutionBwdDataAlgo_t)algo, need);
+                          }));
         }
     }
     *out = c;
