@@ -133,6 +133,11 @@ braid_status braid_options_set_cuda_graph(braid_options *o, int enable);
 /* Lets cuBLAS and cuDNN use TF32 tensor cores for fp32 work (faster, about
  * 1e-3 relative error). Off unless asked. */
 braid_status braid_options_set_tf32(braid_options *o, int enable);
+/* Lets the planner fold an Add into the Conv that produces one of its inputs
+ * (with the activation after the Add) where its cost estimate says running
+ * the branches concurrently is worth less (default on). 0 keeps every Add a
+ * node of its own, e.g. to measure what folding gains. */
+braid_status braid_options_set_fold(braid_options *o, int enable);
 /* Chrome trace-event JSON written at session destruction; NULL turns it off. */
 braid_status braid_options_set_profile(braid_options *o, const char *path);
 

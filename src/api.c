@@ -215,6 +215,12 @@ braid_status braid_options_set_tf32(braid_options *o, int enable)
     o->x.allow_tf32 = enable != 0;
     return BRAID_OK;
 }
+braid_status braid_options_set_fold(braid_options *o, int enable)
+{
+    OPT_CHECK(o, 1, "");
+    o->x.no_fold = enable == 0;
+    return BRAID_OK;
+}
 braid_status braid_options_set_profile(braid_options *o, const char *path)
 {
     OPT_CHECK(o, 1, "");
@@ -420,7 +426,8 @@ static braid_status get_plan(braid_session *s, const bd_tensor *in, bd_prepared 
         if (!p) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
         int ms = s->x.max_streams; /* automatic: negative, capped by the backend */
         if (!ms) ms = -(s->be->auto_streams ? s->be->auto_streams(s->bstate) : BD_AUTO_MAX_STREAMS);
-        braid_status st = bd_prepare(g, in, ms, s->be->fill_cost, p, e);
+        bd_prepare_opts po = {.max_streams = ms, .fill_cost = s->be->fill_cost, .no_fold = s->x.no_fold};
+        braid_status st = bd_prepare(g, in, &po, p, e);
         if (!st) {
             st = s->be->prepare(s->bstate, p, e);
             if (st) bd_prepared_free(p);

@@ -17,6 +17,7 @@ typedef struct bd_exec_opts {
     int cuda_graph;
     int profile;     /* collect per-node timings into the trace */
     int allow_tf32;  /* CUDA: let cuDNN and cuBLAS use TF32 tensor cores (default off) */
+    int no_fold;     /* no plan-time Conv+Add folds (bd_inst_fuse_add) */
 } bd_exec_opts;
 
 /* One slice of the profile: a node run on a stream. */
@@ -113,12 +114,18 @@ const bd_cuda_module *bd_cuda_module_load(char *why, size_t n);
  * (total work over critical-path work). */
 #define BD_MIN_PARALLELISM 1.5
 
-/* Builds the plan of one input signature (backend-independent part).
- * max_streams: N > 0 = at most N streams (1 = serial); 0 = automatic, up to
- * BD_AUTO_MAX_STREAMS; -N = automatic, up to N. fill_cost: the backend's
- * (bd_backend.fill_cost). */
-braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_streams, double fill_cost,
-                        bd_prepared *p, bd_err *e);
+/* How bd_prepare plans. */
+typedef struct bd_prepare_opts {
+    /* N > 0 = at most N streams (1 = serial); 0 = automatic, up to
+     * BD_AUTO_MAX_STREAMS; -N = automatic, up to N. */
+    int max_streams;
+    double fill_cost; /* the backend's (bd_backend.fill_cost) */
+    int no_fold;      /* 1: leave every Add a node of its own */
+} bd_prepare_opts;
+
+/* Builds the plan of one input signature (backend-independent part). */
+braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, const bd_prepare_opts *o, bd_prepared *p,
+                        bd_err *e);
 void bd_prepared_free(bd_prepared *p);
 /* Appends a trace event (thread-safe only per stream slot: callers lock). */
 void bd_trace_add(bd_prepared *p, int stream, int node, double t0, double t1);

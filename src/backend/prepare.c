@@ -179,9 +179,10 @@ static braid_status parallelism(const bd_sched_input *in, double *out, bd_err *e
     return BRAID_OK;
 }
 
-braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_streams, double fill_cost,
-                        bd_prepared *p, bd_err *e)
+braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, const bd_prepare_opts *o, bd_prepared *p,
+                        bd_err *e)
 {
+    int max_streams = o->max_streams;
     braid_status st = BRAID_OK;
     memset(p, 0, sizeof *p);
     p->g = g;
@@ -202,7 +203,7 @@ braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, int max_stre
         if (par < BD_MIN_PARALLELISM) cap = 1;
     }
     int folded = 0;
-    BD_TRY(bd_inst_fuse_add(&p->inst, cap, fill_cost, &folded, e));
+    if (!o->no_fold) BD_TRY(bd_inst_fuse_add(&p->inst, cap, o->fill_cost, &folded, e));
     if (folded) { /* the DAG changed: describe it again */
         sched_input_free(p);
         BD_TRY(build_sched_input(p, e));

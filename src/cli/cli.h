@@ -20,7 +20,7 @@ typedef struct cli_opts {
     const char *dot;
     const char *profile;
     braid_backend backend;
-    int streams, threads, cuda_graph, tf32;
+    int streams, threads, cuda_graph, tf32, no_fold;
     int iterations, warmup;
     double atol, rtol;
     int have_atol, have_rtol;

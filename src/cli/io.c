@@ -22,6 +22,7 @@ braid_status cli_session(const cli_opts *o, const braid_model *m, int max_stream
     if (!st) st = braid_options_set_threads(opt, o->threads);
     if (!st) st = braid_options_set_cuda_graph(opt, o->cuda_graph);
     if (!st) st = braid_options_set_tf32(opt, o->tf32);
+    if (!st) st = braid_options_set_fold(opt, !o->no_fold);
     if (!st && o->profile) st = braid_options_set_profile(opt, o->profile);
     if (!st) st = braid_session_create(m, opt, s);
     braid_options_destroy(opt);

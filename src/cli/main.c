@@ -20,6 +20,7 @@ static const char usage[] =
     "  --threads N               (0 = all cores)\n"
     "  --cuda-graph              (capture the run once as a CUDA graph)\n"
     "  --tf32                    (let cuBLAS/cuDNN use TF32 for fp32 work)\n"
+    "  --no-fold                 (keep every Add apart from the Conv that feeds it)\n"
     "  --atol A --rtol R         (check: tolerances instead of the test case's)\n";
 
 int cli_fail(const char *fmt, ...)
@@ -62,6 +63,7 @@ int main(int argc, char **argv)
         int takes = 1;
         if (!strcmp(a, "--cuda-graph")) { o.cuda_graph = 1; takes = 0; }
         else if (!strcmp(a, "--tf32")) { o.tf32 = 1; takes = 0; }
+        else if (!strcmp(a, "--no-fold")) { o.no_fold = 1; takes = 0; }
         else if (a[0] == '-' && a[1] == '-' && !v) { fprintf(stderr, "braid: %s needs a value\n%s", a, usage); return CLI_USAGE; }
         else if (!strcmp(a, "--input")) { if (o.n_inputs == CLI_MAX_ARGS) return cli_fail("too many --input"); o.inputs[o.n_inputs++] = v; }
         else if (!strcmp(a, "--shape")) { if (o.n_shapes == CLI_MAX_ARGS) return cli_fail("too many --shape"); o.shapes[o.n_shapes++] = v; }

@@ -35,13 +35,16 @@ static int load(const char *name, bd_graph *g)
 /* Prepares g for an NCHW float input of batch n; returns the live node count
  * and writes the names of the fused nodes (those with a residual) into
  * fused, space-separated. */
+static int no_fold;
+
 static int prepare(const bd_graph *g, int64_t n, int64_t c, int64_t hw, int streams, double fill, bd_prepared *p,
                    char *fused, size_t cap)
 {
     bd_tensor in = {.dtype = BRAID_DTYPE_FLOAT, .rank = 4, .dims = {n, c, hw, hw}};
     bd_err e = {0};
     fused[0] = 0;
-    if (bd_prepare(g, &in, streams, fill, p, &e) != BRAID_OK) {
+    bd_prepare_opts o = {.max_streams = streams, .fill_cost = fill, .no_fold = no_fold};
+    if (bd_prepare(g, &in, &o, p, &e) != BRAID_OK) {
         fprintf(stderr, "prepare: %s\n", e.msg);
         return -1;
     }
@@ -92,6 +95,14 @@ int main(void)
     CHECK(strcmp(fused, "") == 0);
     CHECK_EQ_INT(p.plan.n_streams, 2);
     bd_prepared_free(&p);
+    /* Folding turned off (braid_options_set_fold): the device-filling case
+     * keeps its Add, and its two convs on two streams. */
+    no_fold = 1;
+    CHECK_EQ_INT(prepare(&g, 1024, 16, 32, -8, CUDA_FILL, &p, fused, sizeof fused), 3);
+    CHECK(strcmp(fused, "") == 0);
+    CHECK_EQ_INT(p.plan.n_streams, 2);
+    bd_prepared_free(&p);
+    no_fold = 0;
     bd_graph_free(&g);
 
     /* residual: identity skips and the activation-first block fold whatever
