@@ -10,12 +10,16 @@ extern "C" {
 #include "ops/norm.h"
 }
 
+/* The CPU compiles a * b + c as a rounded product and a sum (no FMA on
+ * baseline x86-64); nvcc would fuse them, so the products here are rounded
+ * explicitly (__fmul_rn / __dmul_rn are never fused) to give the CPU's bits. */
+
 /* The per-channel multiplier and offset, computed as the CPU does. */
 __device__ __forceinline__ void bn_coef(const float *scale, const float *bias, const float *mean,
                                         const float *var, float eps, int64_t c, float *a, float *b)
 {
     *a = (float)(scale[c] / sqrt((double)var[c] + eps));
-    *b = (float)(bias[c] - mean[c] * (double)*a);
+    *b = (float)(bias[c] - __dmul_rn(mean[c], (double)*a));
 }
 
 /* One element per thread: channel = (i / plane) % C. For small planes. */
@@ -27,7 +31,7 @@ __global__ void k_bn_elem(const float *__restrict__ x, float *__restrict__ y, in
     {
         float a, b;
         bn_coef(scale, bias, mean, var, eps, (i / plane) % C, &a, &b);
-        y[i] = x[i] * a + b;
+        y[i] = __fmul_rn(x[i], a) + b;
     }
 }
 
@@ -41,7 +45,7 @@ __global__ void k_bn_plane(const float *__restrict__ x, float *__restrict__ y, i
         bn_coef(scale, bias, mean, var, eps, pl % C, &a, &b);
         const float *src = x + pl * plane;
         float *dst = y + pl * plane;
-        for (int64_t j = threadIdx.x; j < plane; j += blockDim.x) dst[j] = src[j] * a + b;
+        for (int64_t j = threadIdx.x; j < plane; j += blockDim.x) dst[j] = __fmul_rn(src[j], a) + b;
     }
 }
 
@@ -74,7 +78,7 @@ __global__ void k_layernorm(const float *__restrict__ x, float *__restrict__ y, 
         for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
             int64_t off[2] = {j, j};
             if (!af.direct_s || !af.direct_b) bd_cu_offsets<2>(af.g, j, off);
-            float v = (src[j] - fm) * fi * scale[af.direct_s ? j : off[0]];
+            float v = __fmul_rn((src[j] - fm) * fi, scale[af.direct_s ? j : off[0]]);
             if (bias) v += bias[af.direct_b ? j : off[1]];
             dst[j] = v;
         }

@@ -1,8 +1,13 @@
 /* pool.cu: CUDA kernels of the pool op family on fp32, mirroring
  * src/backend/cpu/ops/pool.c: MaxPool (with optional Indices), AveragePool,
  * GlobalAveragePool and GlobalMaxPool, NC + 1-3 spatial dims. Windows run as
- * 3-D ones with unit leading dims, one output element per thread; global
- * pools reduce one plane per block. */
+ * 3-D ones with unit leading dims, one output element per thread;
+ * GlobalMaxPool reduces one plane per block, GlobalAveragePool sums in the
+ * CPU's order (8 threads per plane). The CPU reduces a run of >= 4 windows that
+ * lie wholly inside the input along W row by row (each tap column folded over
+ * the window's rows, starting from its first row, then across the taps); those
+ * windows are folded in that same order here, so both give the same bits,
+ * NaN and -inf included (elsewhere a max starts from -FLT_MAX). */
 #include <float.h>
 
 #include "common.cuh"
@@ -15,106 +20,154 @@ extern "C" {
 struct pool_geom {
     int64_t L[3], O[3], K[3], S[3], DL[3], PB[3], PE[3];
     int64_t planes;
+    int64_t lo, hi; /* output columns [lo, hi) take the CPU's row-wise path */
     int avg, cip, col;
 };
 
 /* Axis a at output position o: the first valid input index of the window,
  * how many taps fall inside the input, and how many inside input plus its
  * explicit pads (count_include_pad's divisor). */
-__device__ __forceinline__ void pool_axis(const pool_geom &g, int a, int64_t o, int64_t *first,
+__host__ __device__ __forceinline__ void pool_axis(const pool_geom &g, int a, int64_t o, int64_t *first,
                                           int64_t *count, int64_t *npad)
 {
     int64_t L = g.L[a], k = g.K[a], dl = g.DL[a], pe = g.PE[a];
     int64_t start = o * g.S[a] - g.PB[a];
     int64_t j0 = start >= 0 ? 0 : (-start + dl - 1) / dl;
-    int64_t j1 = L - 1 - start >= 0 ? min(k, (L - 1 - start) / dl + 1) : 0;
-    int64_t jp = L + pe - start > 0 ? min(k, (L + pe - start + dl - 1) / dl) : 0;
+    int64_t j1 = L - 1 - start >= 0 ? BD_MIN(k, (L - 1 - start) / dl + 1) : 0;
+    int64_t jp = L + pe - start > 0 ? BD_MIN(k, (L + pe - start + dl - 1) / dl) : 0;
     *first = start + j0 * dl;
     *count = j1 > j0 ? j1 - j0 : 0;
     *npad = jp;
 }
 
-__global__ void k_pool(const float *__restrict__ x, float *__restrict__ y, int64_t *__restrict__ ind,
-                       pool_geom g)
+/* Output element e (host and device, so that the host can check it against
+ * the CPU kernel). */
+__host__ __device__ __forceinline__ void pool_elem(const float *__restrict__ x, float *__restrict__ y,
+                                                   int64_t *__restrict__ ind, const pool_geom &g, int64_t e)
 {
     const int64_t D = g.L[0], H = g.L[1], W = g.L[2];
     const int64_t dd = g.DL[0], dh = g.DL[1], dw = g.DL[2];
     const int64_t isz = D * H * W, osz = g.O[0] * g.O[1] * g.O[2];
-    BD_CU_LOOP(e, g.planes * osz)
-    {
-        int64_t pl = e / osz, r = e - pl * osz;
-        int64_t ow = r % g.O[2], oh = (r / g.O[2]) % g.O[1], od = r / (g.O[2] * g.O[1]);
-        int64_t fd, cd, nd, fh, ch, nh, fw, cw, nw;
-        pool_axis(g, 0, od, &fd, &cd, &nd);
-        pool_axis(g, 1, oh, &fh, &ch, &nh);
-        pool_axis(g, 2, ow, &fw, &cw, &nw);
-        const float *xp = x + pl * isz;
-        if (g.avg) {
-            float sum = 0;
-            for (int64_t a = 0; a < cd; a++)
-                for (int64_t b = 0; b < ch; b++) {
-                    const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
-                    for (int64_t c = 0; c < cw; c++) sum += row[c * dw];
-                }
-            int64_t div = g.cip ? nd * nh * nw : cd * ch * cw;
-            y[e] = div > 0 ? sum / (float)div : 0.0f;
-        } else if (!ind) {
-            float m = -FLT_MAX;
-            for (int64_t a = 0; a < cd; a++)
-                for (int64_t b = 0; b < ch; b++) {
-                    const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
-                    for (int64_t c = 0; c < cw; c++) m = row[c * dw] > m ? row[c * dw] : m;
-                }
-            y[e] = m;
-        } else {
-            float m = -FLT_MAX;
-            int64_t bd = -1, bh = 0, bw = 0;
-            for (int64_t a = 0; a < cd; a++)
-                for (int64_t b = 0; b < ch; b++) {
-                    const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
-                    for (int64_t c = 0; c < cw; c++)
-                        if (row[c * dw] > m || bd < 0) {
-                            m = row[c * dw];
-                            bd = fd + a * dd, bh = fh + b * dh, bw = fw + c * dw;
-                        }
-                }
-            y[e] = m;
-            /* Flattened over (N, C, spatial), row- or column-major spatially. */
-            ind[e] = bd < 0 ? -1 : pl * isz + (g.col ? bd + bh * D + bw * D * H : (bd * H + bh) * W + bw);
+    int64_t pl = e / osz, r = e - pl * osz;
+    int64_t ow = r % g.O[2], oh = (r / g.O[2]) % g.O[1], od = r / (g.O[2] * g.O[1]);
+    int64_t fd, cd, nd, fh, ch, nh, fw, cw, nw;
+    pool_axis(g, 0, od, &fd, &cd, &nd);
+    pool_axis(g, 1, oh, &fh, &ch, &nh);
+    pool_axis(g, 2, ow, &fw, &cw, &nw);
+    const float *xp = x + pl * isz;
+    if (ow >= g.lo && ow < g.hi) { /* the CPU's row-wise path (never with Indices) */
+        if (cd * ch == 0) { /* no input row in the window */
+            y[e] = g.avg ? 0.0f : -FLT_MAX;
+            return;
         }
+        float v = 0.0f;
+        for (int64_t c = 0; c < g.K[2]; c++) {
+            const float *tap = xp + fw + c * dw;
+            float t = 0.0f;
+            for (int64_t a = 0; a < cd; a++)
+                for (int64_t b = 0; b < ch; b++) {
+                    float u = tap[((fd + a * dd) * H + fh + b * dh) * W];
+                    t = a == 0 && b == 0 ? u : g.avg ? t + u : u > t ? u : t;
+                }
+            v = c == 0 ? t : g.avg ? v + t : t > v ? t : v;
+        }
+        if (g.avg) {
+            int64_t div = g.cip ? nd * nh * g.K[2] : cd * ch * g.K[2];
+            v = div > 0 ? v / (float)div : 0.0f;
+        }
+        y[e] = v;
+    } else if (g.avg) {
+        float sum = 0;
+        for (int64_t a = 0; a < cd; a++)
+            for (int64_t b = 0; b < ch; b++) {
+                const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
+                for (int64_t c = 0; c < cw; c++) sum += row[c * dw];
+            }
+        int64_t div = g.cip ? nd * nh * nw : cd * ch * cw;
+        y[e] = div > 0 ? sum / (float)div : 0.0f;
+    } else if (!ind) {
+        float m = -FLT_MAX;
+        for (int64_t a = 0; a < cd; a++)
+            for (int64_t b = 0; b < ch; b++) {
+                const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
+                for (int64_t c = 0; c < cw; c++) m = row[c * dw] > m ? row[c * dw] : m;
+            }
+        y[e] = m;
+    } else {
+        float m = -FLT_MAX;
+        int64_t bd = -1, bh = 0, bw = 0;
+        for (int64_t a = 0; a < cd; a++)
+            for (int64_t b = 0; b < ch; b++) {
+                const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
+                for (int64_t c = 0; c < cw; c++)
+                    if (row[c * dw] > m || bd < 0) {
+                        m = row[c * dw];
+                        bd = fd + a * dd, bh = fh + b * dh, bw = fw + c * dw;
+                    }
+            }
+        y[e] = m;
+        /* Flattened over (N, C, spatial), row- or column-major spatially. */
+        ind[e] = bd < 0 ? -1 : pl * isz + (g.col ? bd + bh * D + bw * D * H : (bd * H + bh) * W + bw);
     }
 }
 
-/* One block per plane (grid-stride over planes). */
-__global__ void k_global_pool(const float *__restrict__ x, float *__restrict__ y, int64_t planes,
-                              int64_t size, int avg)
+__global__ void k_pool(const float *__restrict__ x, float *__restrict__ y, int64_t *__restrict__ ind,
+                       pool_geom g)
+{
+    BD_CU_LOOP(e, g.planes * g.O[0] * g.O[1] * g.O[2]) pool_elem(x, y, ind, g, e);
+}
+
+/* GlobalMaxPool: one block per plane (grid-stride over planes). A max that
+ * skips NaN and starts from -FLT_MAX does not depend on the order. */
+__global__ void k_global_max(const float *__restrict__ x, float *__restrict__ y, int64_t planes,
+                             int64_t size)
 {
     __shared__ float sh[32];
     for (int64_t pl = blockIdx.x; pl < planes; pl += gridDim.x) {
         const float *xp = x + pl * size;
-        float v;
-        if (avg) {
-            float sum = 0;
-            for (int64_t i = threadIdx.x; i < size; i += blockDim.x) sum += xp[i];
-            v = bd_cu_block_sum(sum, sh);
-            v = size > 0 ? v / (float)size : 0.0f;
-        } else {
-            float m = -FLT_MAX;
-            for (int64_t i = threadIdx.x; i < size; i += blockDim.x) m = xp[i] > m ? xp[i] : m;
-            v = bd_cu_block_max(m, -FLT_MAX, sh);
-        }
-        if (threadIdx.x == 0) y[pl] = v;
+        float m = -FLT_MAX;
+        for (int64_t i = threadIdx.x; i < size; i += blockDim.x) m = xp[i] > m ? xp[i] : m;
+        m = bd_cu_block_max(m, -FLT_MAX, sh);
+        if (threadIdx.x == 0) y[pl] = m;
     }
 }
 
-static braid_status window_pool(const bd_cuda_kernel *k)
+/* GlobalAveragePool summed as the CPU does, so that both give the same bits:
+ * 8 running lanes (lane j adds values j, j + 8, ... of the whole groups of 8;
+ * the rest go to lane 0), then ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)).
+ * 8 threads per plane, 4 planes per warp; the warp loops as one. */
+__global__ void k_global_avg(const float *__restrict__ x, float *__restrict__ y, int64_t planes,
+                             int64_t size)
+{
+    const int lane = threadIdx.x & 7;
+    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    const int64_t whole = size / 8 * 8;
+    for (int64_t p0 = warp * 4; p0 < planes; p0 += warps * 4) {
+        int64_t pl = p0 + ((threadIdx.x & 31) >> 3);
+        float acc = 0.0f;
+        if (pl < planes) {
+            const float *xp = x + pl * size;
+            for (int64_t i = lane; i < whole; i += 8) acc += xp[i];
+            if (lane == 0)
+                for (int64_t i = whole; i < size; i++) acc += xp[i];
+        }
+        acc += __shfl_xor_sync(0xffffffffu, acc, 1);
+        acc += __shfl_xor_sync(0xffffffffu, acc, 2);
+        acc += __shfl_xor_sync(0xffffffffu, acc, 4);
+        if (pl < planes && lane == 0) y[pl] = size > 0 ? acc / (float)size : 0.0f;
+    }
+}
+
+/* The window geometry of k as the kernel reads it, and the Indices output
+ * (NULL when not wanted). */
+static braid_status pool_setup(const bd_cuda_kernel *k, pool_geom &g, int64_t **ind_out)
 {
     const bd_node *n = k->node;
     const bd_pool_params *p = (const bd_pool_params *)n->params;
     bd_pool_geom pg;
     braid_status st = bd_pool_geometry(n, &k->in[0], &pg, k->err);
     if (st) return st;
-    pool_geom g;
     int off = BD_POOL_MAX_SPATIAL - pg.nsp;
     for (int i = 0; i < 3; i++) {
         g.L[i] = g.O[i] = g.K[i] = g.S[i] = g.DL[i] = 1;
@@ -137,9 +190,26 @@ static braid_status window_pool(const bd_cuda_kernel *k)
     g.avg = n->op == BD_OP_AveragePool;
     g.cip = p->count_include_pad;
     g.col = p->storage_order == 1;
+    int64_t *ind = n->op == BD_OP_MaxPool && k->n_out > 1 ? (int64_t *)k->out[1].data : NULL;
+    /* The CPU's interior run along W: the first run of windows with all KW
+     * taps inside the input, when it has 4 or more and no Indices are wanted. */
+    int64_t f, cnt, np;
+    g.lo = 0;
+    while (g.lo < g.O[2] && (pool_axis(g, 2, g.lo, &f, &cnt, &np), cnt != g.K[2])) g.lo++;
+    for (g.hi = g.lo; g.hi < g.O[2] && (pool_axis(g, 2, g.hi, &f, &cnt, &np), cnt == g.K[2]); g.hi++) {}
+    if (ind || g.hi - g.lo < 4) g.lo = g.hi = g.O[2];
+    *ind_out = ind;
+    return BRAID_OK;
+}
+
+static braid_status window_pool(const bd_cuda_kernel *k)
+{
+    pool_geom g;
+    int64_t *ind = NULL;
+    braid_status st = pool_setup(k, g, &ind);
+    if (st) return st;
     int64_t total = g.planes * g.O[0] * g.O[1] * g.O[2];
     if (total <= 0) return BRAID_OK;
-    int64_t *ind = n->op == BD_OP_MaxPool && k->n_out > 1 ? (int64_t *)k->out[1].data : NULL;
     k_pool<<<bd_cu_grid(total), BD_CU_BLOCK, 0, k->stream>>>((const float *)k->in[0].data,
                                                              (float *)k->out[0].data, ind, g);
     BD_CU_CHECK_LAUNCH(k, "the pool kernel");
@@ -153,10 +223,15 @@ static braid_status global_pool(const bd_cuda_kernel *k)
     int64_t size = 1;
     for (int i = 2; i < xt->rank; i++) size *= xt->dims[i];
     if (planes <= 0) return BRAID_OK;
-    int block = size >= 1024 ? 256 : size >= 128 ? 128 : 32;
-    unsigned grid = (unsigned)(planes < 65535LL * 16 ? planes : 65535LL * 16);
-    k_global_pool<<<grid, block, 0, k->stream>>>((const float *)xt->data, (float *)k->out[0].data,
-                                                 planes, size, k->node->op == BD_OP_GlobalAveragePool);
+    const float *x = (const float *)xt->data;
+    float *y = (float *)k->out[0].data;
+    if (k->node->op == BD_OP_GlobalAveragePool) {
+        k_global_avg<<<bd_cu_grid(planes * 8), BD_CU_BLOCK, 0, k->stream>>>(x, y, planes, size);
+    } else {
+        int block = size >= 1024 ? 256 : size >= 128 ? 128 : 32;
+        unsigned grid = (unsigned)(planes < 65535LL * 16 ? planes : 65535LL * 16);
+        k_global_max<<<grid, block, 0, k->stream>>>(x, y, planes, size);
+    }
     BD_CU_CHECK_LAUNCH(k, "the global pool kernel");
     return BRAID_OK;
 }

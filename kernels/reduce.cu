@@ -22,17 +22,24 @@ struct red_geom {
     int64_t ks[BD_MAX_RANK], kst[BD_MAX_RANK]; /* kept sizes and input strides */
     int64_t rs[BD_MAX_RANK], rst[BD_MAX_RANK]; /* reduced sizes and input strides */
     int64_t n_out, n_red;
+    int64_t row_len; /* the accumulator is rounded to T after every row_len values, as the CPU does */
 };
 
 /* Sums and products accumulate in double (floats) or int64 (integers, which
- * wrap as the CPU's do); max and min in the input's type. */
+ * wrap as the CPU's do); max and min in the input's type. The values of an
+ * output are folded in row-major order of the reduced dims, and like the CPU
+ * the accumulator is stored back as T after each row of the innermost reduced
+ * group (the CPU's row in double) or, when the innermost dim is kept, after
+ * every value (the CPU then folds in T: a float sum or product rounded from
+ * double is the float one, so those match it bit for bit, overflow to inf
+ * included). */
 template <class T, int OP> struct red_acc {
     typedef typename std::conditional<
         OP == R_MAX || OP == R_MIN, T,
         typename std::conditional<std::is_integral<T>::value, int64_t, double>::type>::type type;
 };
 
-template <class A, int OP> __device__ __forceinline__ A red_combine(A a, A b)
+template <class A, int OP> __host__ __device__ __forceinline__ A red_combine(A a, A b)
 {
     if (OP == R_SUM) return a + b;
     if (OP == R_PROD) return a * b;
@@ -40,7 +47,7 @@ template <class A, int OP> __device__ __forceinline__ A red_combine(A a, A b)
     return b < a ? b : a;
 }
 
-__device__ __forceinline__ int64_t red_offset(int n, const int64_t *sz, const int64_t *st, int64_t i)
+__host__ __device__ __forceinline__ int64_t red_offset(int n, const int64_t *sz, const int64_t *st, int64_t i)
 {
     int64_t off = 0;
     for (int d = n - 1; d >= 0; d--) {
@@ -51,59 +58,75 @@ __device__ __forceinline__ int64_t red_offset(int n, const int64_t *sz, const in
     return off;
 }
 
-/* o = the reduced value, or for a mean (T)sum / (T)count (integers truncate;
- * a count of 0 gives NaN for floats and 0 for integers). */
+/* o = the reduced value, or for a mean (T)sum / count (integers truncate, and
+ * divide by the count itself, never by a count wrapped to T's range; a count
+ * of 0 gives NaN for floats and 0 for integers). */
 template <class T, class A, int OP>
-__device__ __forceinline__ T red_finish(A acc, int mean, int64_t count)
+__host__ __device__ __forceinline__ T red_finish(A acc, int mean, int64_t count)
 {
     T v = (T)acc;
     if (!mean) return v;
     if (std::is_integral<T>::value && count == 0) return (T)0;
-    return (T)(v / (T)count);
+    return (T)(v / count); /* float / int64 converts the count to float, as the CPU */
+}
+
+/* Output i folded by one thread (host and device, so that the host can check
+ * it against the CPU kernel). */
+template <class T, int OP>
+__host__ __device__ __forceinline__ T red_one(const T *__restrict__ x, const red_geom &g, T init, int mean,
+                                              int64_t i)
+{
+    typedef typename red_acc<T, OP>::type A;
+    const T *xb = x + red_offset(g.nk, g.ks, g.kst, i);
+    A acc = (A)init;
+    int64_t idx[BD_MAX_RANK] = {0}, off = 0, in_row = 0;
+    for (int64_t r = 0; r < g.n_red; r++) {
+        acc = red_combine<A, OP>(acc, (A)xb[off]);
+        if (++in_row == g.row_len) acc = (A)(T)acc, in_row = 0;
+        for (int d = g.nr - 1; d >= 0; d--) { /* odometer over the reduced groups */
+            off += g.rst[d];
+            if (++idx[d] < g.rs[d]) break;
+            off -= g.rst[d] * g.rs[d];
+            idx[d] = 0;
+        }
+    }
+    return red_finish<T, A, OP>(acc, mean, g.n_red);
 }
 
 template <class T, int OP>
 __global__ void k_reduce_thread(const T *__restrict__ x, T *__restrict__ o, red_geom g, T init,
                                 int mean)
 {
-    typedef typename red_acc<T, OP>::type A;
-    BD_CU_LOOP(i, g.n_out)
-    {
-        const T *xb = x + red_offset(g.nk, g.ks, g.kst, i);
-        A acc = (A)init;
-        int64_t idx[BD_MAX_RANK] = {0}, off = 0;
-        for (int64_t r = 0; r < g.n_red; r++) {
-            acc = red_combine<A, OP>(acc, (A)xb[off]);
-            for (int d = g.nr - 1; d >= 0; d--) { /* odometer over the reduced groups */
-                off += g.rst[d];
-                if (++idx[d] < g.rs[d]) break;
-                off -= g.rst[d] * g.rs[d];
-                idx[d] = 0;
-            }
-        }
-        o[i] = red_finish<T, A, OP>(acc, mean, g.n_red);
-    }
+    BD_CU_LOOP(i, g.n_out) o[i] = red_one<T, OP>(x, g, init, mean, i);
 }
 
+/* One block per output; the innermost group is reduced and contiguous (rows
+ * of row_len values), each row folded by the block. */
 template <class T, int OP>
 __global__ void k_reduce_block(const T *__restrict__ x, T *__restrict__ o, red_geom g, T init,
                                int mean)
 {
     typedef typename red_acc<T, OP>::type A;
     __shared__ A sh[256];
+    const int64_t rows = g.n_red / g.row_len;
     for (int64_t i = blockIdx.x; i < g.n_out; i += gridDim.x) {
         const T *xb = x + red_offset(g.nk, g.ks, g.kst, i);
         A acc = (A)init;
-        for (int64_t r = threadIdx.x; r < g.n_red; r += blockDim.x)
-            acc = red_combine<A, OP>(acc, (A)xb[red_offset(g.nr, g.rs, g.rst, r)]);
-        __syncthreads(); /* sh of the previous output is read */
-        sh[threadIdx.x] = acc;
-        __syncthreads();
-        for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-            if ((int)threadIdx.x < s) sh[threadIdx.x] = red_combine<A, OP>(sh[threadIdx.x], sh[threadIdx.x + s]);
+        for (int64_t row = 0; row < rows; row++) {
+            const T *xr = xb + red_offset(g.nr - 1, g.rs, g.rst, row);
+            A part = (A)init;
+            for (int64_t r = threadIdx.x; r < g.row_len; r += blockDim.x)
+                part = red_combine<A, OP>(part, (A)xr[r]);
+            __syncthreads(); /* sh of the previous row is read */
+            sh[threadIdx.x] = part;
             __syncthreads();
+            for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+                if ((int)threadIdx.x < s) sh[threadIdx.x] = red_combine<A, OP>(sh[threadIdx.x], sh[threadIdx.x + s]);
+                __syncthreads();
+            }
+            acc = (A)(T)red_combine<A, OP>(acc, sh[0]);
         }
-        if (threadIdx.x == 0) o[i] = red_finish<T, A, OP>(sh[0], mean, g.n_red);
+        if (threadIdx.x == 0) o[i] = red_finish<T, A, OP>(acc, mean, g.n_red);
     }
 }
 
@@ -164,7 +187,7 @@ static void launch_reduce(const bd_cuda_kernel *k, const red_geom &g, int blockw
     T *o = (T *)k->out[0].data;
     T init = red_init<T>(OP, is_bool);
     if (blockwise) {
-        int block = g.n_red >= 2048 ? 256 : 128;
+        int block = g.row_len >= 2048 ? 256 : 128;
         unsigned grid = (unsigned)(g.n_out < 65535LL * 16 ? g.n_out : 65535LL * 16);
         k_reduce_block<T, OP><<<grid, block, 0, k->stream>>>(x, o, g, init, mean);
     } else {
@@ -197,6 +220,39 @@ static braid_status run_argmax(const bd_cuda_kernel *k, const bd_reduce_params *
     return BRAID_OK;
 }
 
+/* g for x reduced over the dims in mask into n_out values: dims of 1
+ * dropped, neighbours of the same kind merged. Returns 1 when a block per
+ * output should fold it. */
+static int red_make_geom(const bd_tensor *x, unsigned mask, int64_t n_out, red_geom *g)
+{
+    memset(g, 0, sizeof *g);
+    int last_kind = -1;
+    int64_t stride[BD_MAX_RANK];
+    bd_cu_contig_strides(x->rank, x->dims, stride);
+    for (int d = 0; d < x->rank; d++) {
+        if (x->dims[d] == 1) continue;
+        int r = (mask >> d) & 1;
+        int64_t *sz = r ? g->rs : g->ks, *sst = r ? g->rst : g->kst;
+        int *cnt = r ? &g->nr : &g->nk;
+        if (last_kind == r && sst[*cnt - 1] == stride[d] * x->dims[d]) {
+            sz[*cnt - 1] *= x->dims[d];
+            sst[*cnt - 1] = stride[d];
+        } else {
+            sz[*cnt] = x->dims[d];
+            sst[*cnt] = stride[d];
+            (*cnt)++;
+        }
+        last_kind = r;
+    }
+    g->n_out = n_out;
+    g->n_red = 1;
+    for (int i = 0; i < g->nr; i++) g->n_red *= g->rs[i];
+    /* The CPU's rows: the innermost reduced group when it is the innermost
+     * dim, else single values. A block per output when those rows are long. */
+    g->row_len = last_kind == 1 ? g->rs[g->nr - 1] : 1;
+    return last_kind == 1 && g->row_len >= 64;
+}
+
 extern "C" braid_status bd_cuda_reduce(const bd_cuda_kernel *k)
 {
     const bd_node *nd = k->node;
@@ -219,34 +275,9 @@ extern "C" braid_status bd_cuda_reduce(const bd_cuda_kernel *k)
         return BRAID_OK;
     }
     if (n_out <= 0) return BRAID_OK;
-    /* Groups: dims of 1 dropped, neighbours of the same kind merged. */
-    red_geom g = {};
-    int last_red = -1, last_kind = -1;
-    int64_t stride[BD_MAX_RANK];
-    bd_cu_contig_strides(x->rank, x->dims, stride);
-    for (int d = 0; d < x->rank; d++) {
-        if (x->dims[d] == 1) continue;
-        int r = (mask >> d) & 1;
-        int64_t *sz = r ? g.rs : g.ks, *sst = r ? g.rst : g.kst;
-        int *cnt = r ? &g.nr : &g.nk;
-        if (last_kind == r && sst[*cnt - 1] == stride[d] * x->dims[d]) {
-            sz[*cnt - 1] *= x->dims[d];
-            sst[*cnt - 1] = stride[d];
-        } else {
-            sz[*cnt] = x->dims[d];
-            sst[*cnt] = stride[d];
-            (*cnt)++;
-        }
-        last_kind = r;
-        last_red = r ? d : last_red;
-    }
-    g.n_out = n_out;
-    g.n_red = 1;
-    for (int i = 0; i < g.nr; i++) g.n_red *= g.rs[i];
-    /* A block per output when the innermost dim is reduced and long enough. */
-    int blockwise = last_kind == 1 && g.n_red >= 64 && g.rst[g.nr - 1] == 1;
+    red_geom g;
+    int blockwise = red_make_geom(x, mask, n_out, &g);
     int mean = nd->op == BD_OP_ReduceMean, is_bool = dt == BRAID_DTYPE_BOOL;
-    (void)last_red;
     bool ok = red_dispatch(dt, [&](auto tag) {
         typedef decltype(tag) T;
         switch (nd->op) {
