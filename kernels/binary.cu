@@ -63,9 +63,31 @@ struct op_or {
 };
 
 /* Pow in double, the result converted to the base's type (as the CPU's
- * bd_set_f64 does); squaring a float this way is exact, as x * x is. */
+ * bd_set_f64 does). Equal float types square as x * x, as the CPU's POW_F
+ * does. An integer base with a whole exponent >= 0 multiplies in double while
+ * the result stays below 2^53: every product is then exact, as glibc's
+ * correctly rounded pow is, where CUDA's pow (up to 2 ulp) could land just
+ * below a whole number and truncate to one less. */
 template <class TA, class TB> struct op_pow {
-    __device__ TA operator()(TA x, TB y) const { return (TA)pow((double)x, (double)y); }
+    __device__ TA operator()(TA x, TB y) const
+    {
+        if constexpr (std::is_same<TA, TB>::value && !std::is_integral<TA>::value) {
+            if (y == 2) return x * x;
+        }
+        double xd = (double)x, yd = (double)y;
+        if constexpr (std::is_integral<TA>::value) {
+            if (yd >= 0 && yd <= 64 && yd == floor(yd) && fabs(xd) <= 9007199254740992.0) {
+                double r = 1, b = xd;
+                bool exact = true;
+                for (unsigned e = (unsigned)yd; e && exact; e >>= 1) {
+                    if (e & 1) r *= b, exact = fabs(r) <= 9007199254740992.0;
+                    if (e > 1) b *= b;
+                }
+                if (exact) return (TA)r;
+            }
+        }
+        return (TA)pow(xd, yd);
+    }
 };
 
 /* ---- kernels ------------------------------------------------------------- */

@@ -8,13 +8,24 @@ extern "C" {
 #include "ops/generate.h"
 }
 
-/* out[i] = start + i * delta in the type T, as numpy's arange fills. */
+/* start + i * delta in the type T, as numpy's arange fills; floats round the
+ * product and the sum separately (never an fma), as the CPU does. */
+template <class T> __device__ __forceinline__ T range_at(T s, int64_t i, T d) { return (T)(s + (T)i * d); }
+template <> __device__ __forceinline__ float range_at(float s, int64_t i, float d)
+{
+    return __fadd_rn(s, __fmul_rn((float)i, d));
+}
+template <> __device__ __forceinline__ double range_at(double s, int64_t i, double d)
+{
+    return __dadd_rn(s, __dmul_rn((double)i, d));
+}
+
 template <class T>
 __global__ void k_range(const T *__restrict__ start, const T *__restrict__ delta, T *__restrict__ o,
                         int64_t n)
 {
     T s = *start, d = *delta;
-    BD_CU_LOOP(i, n) o[i] = (T)(s + (T)i * d);
+    BD_CU_LOOP(i, n) o[i] = range_at(s, i, d);
 }
 
 static braid_status run_range(const bd_cuda_kernel *k)

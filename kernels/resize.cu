@@ -205,6 +205,15 @@ extern "C" braid_status bd_cuda_resize(const bd_cuda_kernel *k)
     }
     int64_t total = bd_numel(&k->out[0]);
     if (total == 0) return BRAID_OK;
+    /* As the CPU (and onnxruntime): an unchanged shape is a copy, whatever the
+     * scales say (tf_crop_and_resize excepted: its roi still crops). */
+    int same = !tf;
+    for (int d = 0; d < rg.rank; d++) same &= rg.out[d] == rg.in[d];
+    if (same) {
+        BD_CU_CHECK_CALL(k, cudaMemcpyAsync(k->out[0].data, k->in[0].data, (size_t)total * sizeof(float),
+                                            cudaMemcpyDeviceToDevice, k->stream));
+        return BRAID_OK;
+    }
     k_resize<<<bd_cu_grid(total), BD_CU_BLOCK, 0, k->stream>>>((const float *)k->in[0].data,
                                                                (float *)k->out[0].data, total, g);
     BD_CU_CHECK_LAUNCH(k, "the resize kernel");

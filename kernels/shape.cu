@@ -70,6 +70,11 @@ extern "C" braid_status bd_cuda_shape(const bd_cuda_kernel *k)
     case BD_OP_Dropout: {
         bd_tensor hv[3];
         bd_cu_host_view(k, hv, 3);
+        /* The CPU reads training_mode at run time and refuses a true one; here
+         * only a value known at plan time can be checked. */
+        if (k->n_in > 2 && hv[2].dtype != BRAID_DTYPE_UNDEFINED && !hv[2].data && bd_numel(&hv[2]) > 0)
+            return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED,
+                           "op Dropout with a training_mode known only at run time is not implemented on CUDA");
         if ((st = bd_dropout_check(n, hv, k->n_in < 3 ? k->n_in : 3, k->err))) return st;
         if (k->n_out > 1 && k->out[1].data && (st = fill_ones(k, &k->out[1]))) return st;
         return copy_data(k, &k->in[0], &k->out[0]);

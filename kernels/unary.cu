@@ -32,6 +32,10 @@ __device__ __forceinline__ float m_ceil(float v) { return ceilf(v); }
 __device__ __forceinline__ double m_ceil(double v) { return ceil(v); }
 __device__ __forceinline__ float m_fabs(float v) { return fabsf(v); }
 __device__ __forceinline__ double m_fabs(double v) { return fabs(v); }
+/* a * b + c rounded twice, never fused into an fma: the CPU's x86 build
+ * rounds the product and the sum separately. */
+__device__ __forceinline__ float m_muladd(float a, float b, float c) { return __fadd_rn(__fmul_rn(a, b), c); }
+__device__ __forceinline__ double m_muladd(double a, double b, double c) { return __dadd_rn(__dmul_rn(a, b), c); }
 
 /* ---- element operations: T f(T v) with alpha/beta from the params -------- */
 
@@ -56,8 +60,8 @@ UN_OP(u_sigmoid, (T)1 / ((T)1 + m_exp(-v)))
 /* Clamp to [0, 1] with selects, as the CPU's UNIT does: a NaN stays NaN
  * (fmax/fmin would turn it into 0 or 1). */
 template <class T> __device__ __forceinline__ T unit_clamp(T y) { return y < (T)0 ? (T)0 : y > (T)1 ? (T)1 : y; }
-UN_OP(u_hsig, unit_clamp((T)c.alpha * v + (T)c.beta))
-UN_OP(u_hswish, v * unit_clamp(v * (T)(1.0 / 6.0) + (T)0.5))
+UN_OP(u_hsig, unit_clamp(m_muladd((T)c.alpha, v, (T)c.beta)))
+UN_OP(u_hswish, v * unit_clamp(m_muladd(v, (T)(1.0 / 6.0), (T)0.5)))
 UN_OP(u_tanh, m_tanh(v))
 UN_OP(u_exp, m_exp(v))
 UN_OP(u_log, m_log(v))

@@ -17,12 +17,19 @@ static const cuda_free_fn frees[BD_FAM_COUNT] = {
 #undef X
 };
 
+/* Every op of ops.def belongs to one of the families above, and each
+ * family's launcher switches over all of its ops (an op it cannot run for a
+ * dtype or mode fails there with UNSUPPORTED); an op index outside the table
+ * is a caller's bug. */
 braid_status bd_cuda_run(const bd_cuda_kernel *k)
 {
-    return families[bd_op_table[k->node->op].family](k);
+    int op = k->node->op;
+    if (op < 0 || op >= BD_OP_COUNT || (int)bd_op_table[op].family >= BD_FAM_COUNT)
+        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op index %d is not in braid's op table", op);
+    return families[bd_op_table[op].family](k);
 }
 
 void bd_cuda_free_cache(const bd_node *n, void *cache)
 {
-    if (cache) frees[bd_op_table[n->op].family](n, cache);
+    if (cache && n->op >= 0 && n->op < BD_OP_COUNT) frees[bd_op_table[n->op].family](n, cache);
 }
