@@ -65,6 +65,34 @@ static void test_mean_keepdims(void)
     done(&n, &out);
 }
 
+/* An 8-bit integer mean divides by the count itself: over 256 elements the
+ * count cast to uint8 would be 0 and trap (SIGFPE). Sums wrap in the element
+ * type (256 ones sum to 0), as integer sums do. */
+static void test_int8_mean(void)
+{
+    uint8_t x[256];
+    for (int i = 0; i < 256; i++) x[i] = 1;
+    bd_tensor in = {BRAID_DTYPE_UINT8, 1, {256}, x}, out = {0};
+    bd_err e = {0};
+    bd_attr k0 = attr_i("keepdims", 0);
+    bd_node n = mk(BD_OP_ReduceMean, 13, 1, &k0, 1);
+    CHECK_EQ_INT(run(&n, &in, &out, &e), BRAID_OK);
+    CHECK_EQ_INT(((uint8_t *)out.data)[0], 0);
+    done(&n, &out);
+    int8_t y[200];
+    for (int i = 0; i < 200; i++) y[i] = (int8_t)(i % 2 ? -1 : 1); /* sum 0 */
+    y[0] = 100;                                                   /* sum 99: mean 99 / 200 = 0 */
+    bd_tensor in8 = {BRAID_DTYPE_INT8, 1, {200}, y};
+    CHECK_EQ_INT(run(&n, &in8, &out, &e), BRAID_OK);
+    CHECK_EQ_INT(((int8_t *)out.data)[0], 0);
+    done(&n, &out);
+    int8_t z[4] = {9, 9, 9, 9}; /* 36 / 4 = 9 */
+    bd_tensor in4 = {BRAID_DTYPE_INT8, 1, {4}, z};
+    CHECK_EQ_INT(run(&n, &in4, &out, &e), BRAID_OK);
+    CHECK_EQ_INT(((int8_t *)out.data)[0], 9);
+    done(&n, &out);
+}
+
 static void test_reduce_ops(void)
 {
     /* x = 0..23 - 11 as (2,3,4) int32; reduce axes {0, 2}: output (3,) */
@@ -265,6 +293,7 @@ int main(void)
 {
     test_softmax_threads();
     test_mean_keepdims();
+    test_int8_mean();
     test_reduce_ops();
     test_empty_set();
     test_argmax();

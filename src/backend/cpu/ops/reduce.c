@@ -88,14 +88,16 @@ static const red_fn tab_PROD[NDT] = {RED_TYPES(RED_ENT, PROD)};
 static const red_fn tab_MAX[NDT] = {RED_TYPES(RED_ENT, MAX)};
 static const red_fn tab_MIN[NDT] = {RED_TYPES(RED_ENT, MIN)};
 
-/* Mean = sum / count; integer means truncate. A count of 0 gives NaN for
- * floats and 0 for integers. */
+/* Mean = sum / count; integer means truncate and divide by the count itself
+ * (a count cast to an 8-bit T could wrap to 0 and trap). A count of 0 gives
+ * NaN for floats and 0 for integers; for floats, sum / count converts the
+ * count to T. */
 #define DEF_SCALE(T, N, ACC, LO, HI, op)                                                           \
     static void scale_##N(void *vo, int64_t n, int64_t count)                                      \
     {                                                                                              \
         T *o = vo;                                                                                 \
         if (count == 0 && (T)0.5 == 0) { memset(o, 0, (size_t)n * sizeof *o); return; }            \
-        for (int64_t i = 0; i < n; i++) o[i] = (T)(o[i] / (T)count);                               \
+        for (int64_t i = 0; i < n; i++) o[i] = (T)(o[i] / count);                                  \
     }
 RED_TYPES(DEF_SCALE, _)
 #define SCALE_ENT(T, N, ACC, LO, HI, op) [BRAID_DTYPE_##N] = scale_##N,
