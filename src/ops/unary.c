@@ -13,12 +13,13 @@
 #define NUMERIC (FLOATS | SINTS | UINTS)
 #define CASTABLE (NUMERIC | DT(BOOL) | DT(FLOAT16))
 
-/* The dtypes each op takes. */
-static unsigned allowed(int op)
+/* The dtypes each op takes. Clip before opset 11 (bounds as float
+ * attributes, FLT_MAX by default) is defined on floats only. */
+static unsigned allowed(const bd_node *n)
 {
-    switch (op) {
+    switch (n->op) {
     case BD_OP_Relu: case BD_OP_Neg: case BD_OP_Abs: return FLOATS | SINTS;
-    case BD_OP_Clip: return NUMERIC;
+    case BD_OP_Clip: return n->opset < 11 ? FLOATS : NUMERIC;
     case BD_OP_Not: return DT(BOOL);
     case BD_OP_Cast: return CASTABLE;
     default: return FLOATS;
@@ -70,7 +71,7 @@ fail:
 braid_status bd_unary_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
 {
     const bd_tensor *x = &in[0];
-    if (!dtype_in(x->dtype, allowed(n->op)))
+    if (!dtype_in(x->dtype, allowed(n)))
         return BD_FAIL(e, x->dtype == BRAID_DTYPE_STRING || x->dtype == BRAID_DTYPE_FLOAT16 ||
                                   x->dtype > BRAID_DTYPE_UINT64
                               ? BRAID_ERR_UNSUPPORTED

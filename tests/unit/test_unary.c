@@ -149,6 +149,14 @@ static void test_clip(void)
     CHECK_CONTAINS(e.msg, "int64");
     CHECK_CONTAINS(e.msg, "float32");
     done(&n, &out);
+    /* before opset 11 Clip is float only: its default bounds (FLT_MAX) have
+     * no int32 value */
+    n = mk(BD_OP_Clip, 6, 1, &lo, 1);
+    int32_t x32[] = {1, 2};
+    bd_tensor in5 = {BRAID_DTYPE_INT32, 1, {2}, x32};
+    CHECK_EQ_INT(run(&n, &in5, &out, &e), BRAID_ERR_DTYPE);
+    CHECK_CONTAINS(e.msg, "input has dtype int32, which Clip does not take");
+    done(&n, &out);
 }
 
 static void test_cast(void)
