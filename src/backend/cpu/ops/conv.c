@@ -150,21 +150,42 @@ static void conv_depthwise(const bd_conv_geom *g, const win3 *w, const float *x,
     bd_parallel_for(threads, planes, BD_MAX((int64_t)1, DW_MIN_WORK / BD_MAX(w->grid_size * w->taps, 1)), dw_chunk, &all);
 }
 
+/* One plane of the epilogue with act and res fixed at compile time, so that
+ * the loop vectorizes (z is read only when res is set). */
+#define EPI_PLANE(ACT, RES)                                                                        \
+    for (int64_t j = 0; j < p; j++) yc[j] = bd_conv_epilogue(ACT, aa, ab, RES, yc[j], b0, (RES) ? zc[j] : 0.0f)
+
 /* After the sums: the bias (unless y already holds it), the residual of a
- * folded Add and the fused activation, in one pass (see src/graph/fuse.c). */
-static void epilogue(const bd_kernel *k, const bd_conv_geom *g, const float *bias, float *y)
+ * folded Add and the fused activation, in one pass over the (image, output
+ * channel) planes [nc0, nc1) (see src/graph/fuse.c). */
+static void epilogue_planes(const bd_kernel *k, const bd_conv_geom *g, const float *bias, float *y, int64_t nc0,
+                            int64_t nc1)
 {
     const bd_conv_params *pa = k->node->params;
     const float *z = pa->res != BD_RES_NONE && k->n_in > 3 ? k->in[3].data : NULL;
     int64_t planes = g->n * g->c_out, numel = bd_numel(&k->out[0]);
     if ((!bias && !z && pa->act == BD_ACT_NONE) || planes <= 0 || numel <= 0) return;
     int64_t p = numel / planes;
-    for (int64_t nc = 0; nc < planes; nc++) {
+    int res = z ? pa->res : BD_RES_NONE;
+    const float aa = pa->act_a, ab = pa->act_b;
+    for (int64_t nc = nc0; nc < nc1; nc++) {
         float b0 = bias ? bias[nc % g->c_out] : 0.0f, *yc = y + nc * p;
         const float *zc = z ? z + nc * p : NULL;
-        for (int64_t j = 0; j < p; j++)
-            yc[j] = bd_conv_epilogue(pa->act, pa->act_a, pa->act_b, pa->res, yc[j], b0, zc ? zc[j] : 0.0f);
+        switch (pa->act * 3 + res) {
+        case BD_ACT_NONE * 3 + BD_RES_NONE: EPI_PLANE(BD_ACT_NONE, BD_RES_NONE); break;
+        case BD_ACT_NONE * 3 + BD_RES_PRE: EPI_PLANE(BD_ACT_NONE, BD_RES_PRE); break;
+        case BD_ACT_RELU * 3 + BD_RES_NONE: EPI_PLANE(BD_ACT_RELU, BD_RES_NONE); break;
+        case BD_ACT_RELU * 3 + BD_RES_PRE: EPI_PLANE(BD_ACT_RELU, BD_RES_PRE); break;
+        case BD_ACT_RELU * 3 + BD_RES_POST: EPI_PLANE(BD_ACT_RELU, BD_RES_POST); break;
+        default: EPI_PLANE(pa->act, res); break; /* LeakyRelu, Clip: the general loop */
+        }
     }
+}
+#undef EPI_PLANE
+
+static void epilogue(const bd_kernel *k, const bd_conv_geom *g, const float *bias, float *y)
+{
+    epilogue_planes(k, g, bias, y, 0, g->n * g->c_out);
 }
 
 static braid_status check_blas_dims(int64_t a, int64_t b, int64_t c, bd_err *e)
@@ -176,12 +197,47 @@ static braid_status check_blas_dims(int64_t a, int64_t b, int64_t c, bd_err *e)
     return BRAID_OK;
 }
 
+/* The (image, group) pairs of a convolution split over threads: worker i
+ * takes pairs [count * i / workers, count * (i + 1) / workers), with its own
+ * column buffer, and finishes its planes' epilogue. Each pair is the same
+ * single-threaded GEMM whatever the split, so the bits do not depend on it. */
+typedef struct conv_job {
+    const bd_kernel *k;
+    const bd_conv_geom *g;
+    const win3 *w;
+    const float *x, *wt, *bias;
+    float *y, *cols; /* cols: workers x (kk * p), NULL when pointwise */
+    int64_t pairs, workers, kk, p;
+    int threads;     /* for each GEMM: all of them when there is one worker */
+} conv_job;
+
+static void conv_pairs(void *ctx, int64_t begin, int64_t end)
+{
+    const conv_job *j = ctx;
+    const bd_conv_geom *g = j->g;
+    int64_t cg = g->c_in / g->group, mg = g->c_out / g->group;
+    for (int64_t wi = begin; wi < end; wi++) {
+        float *col = j->cols ? j->cols + wi * j->kk * j->p : NULL;
+        for (int64_t pr = j->pairs * wi / j->workers; pr < j->pairs * (wi + 1) / j->workers; pr++) {
+            int64_t n = pr / g->group, gi = pr % g->group;
+            const float *xg = j->x + (n * g->c_in + gi * cg) * j->w->img_size;
+            float *yg = j->y + (n * g->c_out + gi * mg) * j->p;
+            if (col) im2col(xg, cg, j->w, col);
+            bd_sgemm(j->threads, 0, 0, mg, j->p, j->kk, 1.0f, j->wt + gi * mg * j->kk, j->kk, col ? col : xg, j->p,
+                     0.0f, yg, j->p);
+            epilogue_planes(j->k, g, j->bias, j->y, n * g->c_out + gi * mg, n * g->c_out + (gi + 1) * mg);
+        }
+    }
+}
+
+#define CONV_MIN_WORK (1 << 21) /* multiply-adds per worker worth a thread */
+
 static braid_status conv_forward(const bd_kernel *k, const bd_conv_geom *g)
 {
     braid_status st = BRAID_OK;
     const float *x = k->in[0].data, *wt = k->in[1].data;
     const float *bias = k->n_in > 2 && k->in[2].data ? k->in[2].data : NULL;
-    float *y = k->out[0].data, *col = NULL;
+    float *y = k->out[0].data, *cols = NULL;
     win3 w;
     win_make(g, 0, &w);
     int64_t cg = g->c_in / g->group, mg = g->c_out / g->group;
@@ -195,20 +251,19 @@ static braid_status conv_forward(const bd_kernel *k, const bd_conv_geom *g)
     for (int i = 0; i < g->nsp; i++)
         pointwise &= g->s[i] == 1 && g->pb[i] == 0 && g->pe[i] == 0;
     BD_TRY(check_blas_dims(mg, p, kk, k->err));
+    /* Several (image, group) pairs: one worker per thread, each GEMM on one
+     * thread; a single pair: its GEMM's tiles go over the threads instead. */
+    int64_t pairs = g->n * g->group, work = mg * p * BD_MAX(kk, (int64_t)1);
+    int64_t workers = BD_MIN((int64_t)BD_MAX(k->threads, 1), pairs);
+    workers = BD_MAX((int64_t)1, BD_MIN(workers, pairs * work / CONV_MIN_WORK));
     if (!pointwise) {
-        col = bd_malloc((size_t)kk * (size_t)p * sizeof *col);
-        BD_CHECK_ALLOC(k->err, col);
+        cols = bd_malloc((size_t)workers * (size_t)kk * (size_t)p * sizeof *cols);
+        BD_CHECK_ALLOC(k->err, cols);
     }
-    for (int64_t n = 0; n < g->n; n++)
-        for (int64_t gi = 0; gi < g->group; gi++) {
-            const float *xg = x + (n * g->c_in + gi * cg) * w.img_size;
-            float *yg = y + (n * g->c_out + gi * mg) * p;
-            if (!pointwise) im2col(xg, cg, &w, col);
-            bd_sgemm(k->threads, 0, 0, mg, p, kk, 1.0f, wt + gi * mg * kk, kk, pointwise ? xg : col, p, 0.0f, yg, p);
-        }
-    epilogue(k, g, bias, y);
+    conv_job j = {k, g, &w, x, wt, bias, y, cols, pairs, workers, kk, p, workers > 1 ? 1 : k->threads};
+    bd_parallel_for((int)workers, workers, 1, conv_pairs, &j);
 fail:
-    bd_free(col);
+    bd_free(cols);
     return st;
 }
 
