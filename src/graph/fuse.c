@@ -178,7 +178,7 @@ static double est_time(const bd_inst *x, const use_map *u, const fold_cand *f, i
     return BD_MAX(crit, occ);
 }
 
-/* 1 when node p is c or one of c's ancestors among the live nodes. */
+/* 1 when node p is one of c's ancestors among the live nodes. */
 static int reaches(const bd_inst *x, const use_map *u, int p, int c, int *stack, unsigned char *seen)
 {
     int top = 0, found = 0;
