@@ -76,38 +76,18 @@ __host__ __device__ __forceinline__ void pool_elem(const float *__restrict__ x, 
             v = div > 0 ? v / (float)div : 0.0f;
         }
         y[e] = v;
-    } else if (g.avg) {
-        float sum = 0;
-        for (int64_t a = 0; a < cd; a++)
-            for (int64_t b = 0; b < ch; b++) {
-                const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
-                for (int64_t c = 0; c < cw; c++) sum += row[c * dw];
-            }
-        int64_t div = g.cip ? nd * nh * nw : cd * ch * cw;
-        y[e] = div > 0 ? sum / (float)div : 0.0f;
-    } else if (!ind) {
-        float m = -FLT_MAX;
-        for (int64_t a = 0; a < cd; a++)
-            for (int64_t b = 0; b < ch; b++) {
-                const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
-                for (int64_t c = 0; c < cw; c++) m = row[c * dw] > m ? row[c * dw] : m;
-            }
-        y[e] = m;
     } else {
-        float m = -FLT_MAX;
-        int64_t bd = -1, bh = 0, bw = 0;
-        for (int64_t a = 0; a < cd; a++)
-            for (int64_t b = 0; b < ch; b++) {
-                const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
-                for (int64_t c = 0; c < cw; c++)
-                    if (row[c * dw] > m || bd < 0) {
-                        m = row[c * dw];
-                        bd = fd + a * dd, bh = fh + b * dh, bw = fw + c * dw;
-                    }
-            }
-        y[e] = m;
-        /* Flattened over (N, C, spatial), row- or column-major spatially. */
-        ind[e] = bd < 0 ? -1 : pl * isz + (g.col ? bd + bh * D + bw * D * H : (bd * H + bh) * W + bw);
+        const bd_pool_win win = {D, H, W, fd, fh, fw, cd, ch, cw, dd, dh, dw};
+        if (g.avg) {
+            int64_t div = g.cip ? nd * nh * nw : cd * ch * cw;
+            y[e] = div > 0 ? bd_pool_sum(xp, &win) / (float)div : 0.0f;
+        } else if (!ind) {
+            y[e] = bd_pool_max(xp, &win);
+        } else { /* Indices flattened over (N, C, spatial) */
+            int64_t at;
+            y[e] = bd_pool_argmax(xp, &win, g.col, &at);
+            ind[e] = at < 0 ? -1 : pl * isz + at;
+        }
     }
 }
 

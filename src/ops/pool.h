@@ -34,6 +34,56 @@ typedef struct bd_pool_geom {
     int64_t pad_end[BD_POOL_MAX_SPATIAL];
 } bd_pool_geom;
 
+/* One window of an image plane (D x H x W, row-major) as both backends walk
+ * it: the cd x ch x cw taps that lie inside the input, from (fd, fh, fw),
+ * dilated by (dd, dh, dw). */
+typedef struct bd_pool_win {
+    int64_t D, H, W;
+    int64_t fd, fh, fw, cd, ch, cw, dd, dh, dw;
+} bd_pool_win;
+
+#define BD_POOL_WIN_FOREACH(xp, w, v, ...)                                                         \
+    for (int64_t a_ = 0; a_ < (w)->cd; a_++)                                                       \
+        for (int64_t b_ = 0; b_ < (w)->ch; b_++) {                                                 \
+            const float *row_ = (xp) + (((w)->fd + a_ * (w)->dd) * (w)->H + (w)->fh + b_ * (w)->dh) * (w)->W + (w)->fw; \
+            for (int64_t c_ = 0; c_ < (w)->cw; c_++) {                                             \
+                float v = row_[c_ * (w)->dw];                                                      \
+                __VA_ARGS__                                                                        \
+            }                                                                                      \
+        }
+
+/* The sum of the window's taps, in row order. */
+static inline BD_HOST_DEVICE float bd_pool_sum(const float *xp, const bd_pool_win *w)
+{
+    float sum = 0;
+    BD_POOL_WIN_FOREACH(xp, w, v, sum += v;)
+    return sum;
+}
+
+/* The max of the window's taps, from -FLT_MAX, skipping NaN. */
+static inline BD_HOST_DEVICE float bd_pool_max(const float *xp, const bd_pool_win *w)
+{
+    float m = -3.402823466e+38f;
+    BD_POOL_WIN_FOREACH(xp, w, v, m = v > m ? v : m;)
+    return m;
+}
+
+/* The max with the spatial index of its first tap (MaxPool's Indices,
+ * row-major or with col column-major): the window's first tap is taken
+ * whatever it is (a NaN there stays), later ones only when greater. *at is
+ * -1 for a window with no tap. */
+static inline BD_HOST_DEVICE float bd_pool_argmax(const float *xp, const bd_pool_win *w, int col, int64_t *at)
+{
+    float m = -3.402823466e+38f;
+    int64_t bd = -1, bh = 0, bw = 0;
+    BD_POOL_WIN_FOREACH(xp, w, v, if (v > m || bd < 0) {
+        m = v;
+        bd = w->fd + a_ * w->dd, bh = w->fh + b_ * w->dh, bw = w->fw + c_ * w->dw;
+    })
+    *at = bd < 0 ? -1 : col ? bd + bh * w->D + bw * w->D * w->H : (bd * w->H + bh) * w->W + bw;
+    return m;
+}
+
 /* Resolves the geometry of MaxPool / AveragePool for input x (rank nsp + 2):
  * explicit pads from auto_pad, output dims with ceil_mode (the last window
  * must start inside the input or the left padding). Fails with SHAPE. */

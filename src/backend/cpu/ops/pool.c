@@ -130,43 +130,16 @@ static braid_status window_pool(const bd_kernel *k)
                         ow = hi - 1;
                         continue;
                     }
-                    const int64_t fw = t[2].first[ow], cw = t[2].count[ow];
+                    const bd_pool_win win = {D, H, W, fd, fh, t[2].first[ow], cd, ch, t[2].count[ow], dd, dh, dw};
                     if (avg) {
-                        float sum = 0;
-                        for (int64_t a = 0; a < cd; a++)
-                            for (int64_t b = 0; b < ch; b++) {
-                                const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
-                                for (int64_t c = 0; c < cw; c++) sum += row[c * dw];
-                            }
-                        int64_t div = cip ? t[0].npad[od] * t[1].npad[oh] * t[2].npad[ow]
-                                          : cd * ch * cw;
-                        yr[ow] = div > 0 ? sum / (float)div : 0.0f;
+                        int64_t div = cip ? t[0].npad[od] * t[1].npad[oh] * t[2].npad[ow] : cd * ch * win.cw;
+                        yr[ow] = div > 0 ? bd_pool_sum(xp, &win) / (float)div : 0.0f;
                     } else if (!ip) {
-                        float m = -FLT_MAX;
-                        for (int64_t a = 0; a < cd; a++)
-                            for (int64_t b = 0; b < ch; b++) {
-                                const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
-                                for (int64_t c = 0; c < cw; c++) m = row[c * dw] > m ? row[c * dw] : m;
-                            }
-                        yr[ow] = m;
-                    } else {
-                        float m = -FLT_MAX;
-                        int64_t bd = -1, bh = 0, bw = 0;
-                        for (int64_t a = 0; a < cd; a++)
-                            for (int64_t b = 0; b < ch; b++) {
-                                const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W + fw;
-                                for (int64_t c = 0; c < cw; c++)
-                                    if (row[c * dw] > m || bd < 0) {
-                                        m = row[c * dw];
-                                        bd = fd + a * dd; bh = fh + b * dh; bw = fw + c * dw;
-                                    }
-                            }
-                        yr[ow] = m;
-                        /* Flattened over (N, C, spatial), row- or column-major spatially. */
-                        ip[(od * O[1] + oh) * O[2] + ow] =
-                            bd < 0 ? -1
-                                   : pl * isz + (col ? bd + bh * D + bw * D * H
-                                                     : (bd * H + bh) * W + bw);
+                        yr[ow] = bd_pool_max(xp, &win);
+                    } else { /* Indices flattened over (N, C, spatial) */
+                        int64_t at;
+                        yr[ow] = bd_pool_argmax(xp, &win, col, &at);
+                        ip[(od * O[1] + oh) * O[2] + ow] = at < 0 ? -1 : pl * isz + at;
                     }
                 }
             }
