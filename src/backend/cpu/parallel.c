@@ -1,5 +1,6 @@
-/* parallel.c: bd_parallel_for (contiguous chunks on short-lived threads) and
- * the tiled, thread-count-independent bd_sgemm over OpenBLAS. */
+/* parallel.c: bd_parallel_for (contiguous chunks run by the caller and by
+ * helper threads of a process-wide pool) and the tiled,
+ * thread-count-independent bd_sgemm over OpenBLAS. */
 #include "backend/cpu/parallel.h"
 
 #include <cblas.h>
@@ -9,17 +10,96 @@
 
 #define MAX_THREADS 64
 
+/* One call's bookkeeping: how many of its chunks helpers still run. */
+typedef struct call {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int pending;
+} call;
+
 typedef struct chunk {
     void (*fn)(void *, int64_t, int64_t);
     void *ctx;
     int64_t begin, end;
+    call *owner; /* NULL when the caller runs it */
 } chunk;
 
-static void *run_chunk(void *arg)
+/* The helper pool: threads started on demand (never more than MAX_THREADS - 1)
+ * that park between chunks, so that a kernel does not pay for starting and
+ * ending threads on every call. Calls from several stream threads at once
+ * each take the idle helpers they find and run the rest of their chunks
+ * themselves: nobody waits for a helper. Static storage: nothing here can
+ * fail to allocate. */
+typedef struct helper {
+    pthread_t tid;
+    pthread_cond_t cv;
+    chunk *job; /* set by a caller, cleared by the helper when done */
+    int started;
+} helper;
+
+static struct {
+    pthread_mutex_t mu;
+    helper h[MAX_THREADS];
+    int idle[MAX_THREADS], n_idle, n_started;
+    int quit;
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void *helper_main(void *arg)
 {
-    chunk *c = arg;
-    c->fn(c->ctx, c->begin, c->end);
+    helper *h = arg;
+    pthread_mutex_lock(&pool.mu);
+    for (;;) {
+        while (!h->job && !pool.quit) pthread_cond_wait(&h->cv, &pool.mu);
+        if (!h->job) break; /* quitting, with nothing handed over */
+        chunk *c = h->job;
+        pthread_mutex_unlock(&pool.mu);
+        c->fn(c->ctx, c->begin, c->end);
+        pthread_mutex_lock(&c->owner->mu);
+        if (--c->owner->pending == 0) pthread_cond_signal(&c->owner->cv);
+        pthread_mutex_unlock(&c->owner->mu);
+        pthread_mutex_lock(&pool.mu);
+        h->job = NULL;
+        pool.idle[pool.n_idle++] = (int)(h - pool.h);
+    }
+    pthread_mutex_unlock(&pool.mu);
     return NULL;
+}
+
+/* Hands c to an idle helper (starting one if the pool may grow); 0 when
+ * none can take it. Called with pool.mu held. */
+static int give(chunk *c)
+{
+    if (pool.quit) return 0;
+    if (!pool.n_idle && pool.n_started < MAX_THREADS - 1) {
+        helper *h = &pool.h[pool.n_started];
+        if (pthread_cond_init(&h->cv, NULL) != 0) return 0;
+        if (pthread_create(&h->tid, NULL, helper_main, h) != 0) {
+            pthread_cond_destroy(&h->cv);
+            return 0;
+        }
+        h->started = 1;
+        pool.idle[pool.n_idle++] = pool.n_started++;
+    }
+    if (!pool.n_idle) return 0;
+    helper *h = &pool.h[pool.idle[--pool.n_idle]];
+    h->job = c;
+    pthread_cond_signal(&h->cv);
+    return 1;
+}
+
+/* Stops the helpers when the library is unloaded or the process ends, so no
+ * thread is left running code that is gone. */
+__attribute__((destructor)) static void pool_stop(void)
+{
+    pthread_mutex_lock(&pool.mu);
+    pool.quit = 1;
+    int n = pool.n_started;
+    for (int i = 0; i < n; i++) pthread_cond_signal(&pool.h[i].cv);
+    pthread_mutex_unlock(&pool.mu);
+    for (int i = 0; i < n; i++) {
+        pthread_join(pool.h[i].tid, NULL);
+        pthread_cond_destroy(&pool.h[i].cv);
+    }
 }
 
 void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void *, int64_t, int64_t), void *ctx)
@@ -29,17 +109,28 @@ void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void 
     nt = BD_MIN(nt, n / BD_MAX(min_chunk, 1));
     if (nt <= 1) { fn(ctx, 0, n); return; }
     chunk jobs[MAX_THREADS];
-    pthread_t tid[MAX_THREADS];
-    int started[MAX_THREADS] = {0};
+    int given[MAX_THREADS] = {0};
+    call cl = {.pending = 0};
+    pthread_mutex_init(&cl.mu, NULL);
+    pthread_cond_init(&cl.cv, NULL);
+    pthread_mutex_lock(&pool.mu);
     for (int64_t i = 0; i < nt; i++) {
-        jobs[i] = (chunk){fn, ctx, n * i / nt, n * (i + 1) / nt};
-        if (i > 0) started[i] = pthread_create(&tid[i], NULL, run_chunk, &jobs[i]) == 0;
+        jobs[i] = (chunk){fn, ctx, n * i / nt, n * (i + 1) / nt, &cl};
+        if (i > 0 && give(&jobs[i])) {
+            given[i] = 1;
+            pthread_mutex_lock(&cl.mu);
+            cl.pending++;
+            pthread_mutex_unlock(&cl.mu);
+        }
     }
-    run_chunk(&jobs[0]);
-    for (int64_t i = 1; i < nt; i++) {
-        if (started[i]) pthread_join(tid[i], NULL);
-        else run_chunk(&jobs[i]);
-    }
+    pthread_mutex_unlock(&pool.mu);
+    for (int64_t i = 0; i < nt; i++) /* ours: the first chunk and those no helper took */
+        if (!given[i]) fn(ctx, jobs[i].begin, jobs[i].end);
+    pthread_mutex_lock(&cl.mu);
+    while (cl.pending > 0) pthread_cond_wait(&cl.cv, &cl.mu);
+    pthread_mutex_unlock(&cl.mu);
+    pthread_cond_destroy(&cl.cv);
+    pthread_mutex_destroy(&cl.mu);
 }
 
 typedef struct gemm_job {

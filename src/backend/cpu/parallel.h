@@ -9,7 +9,9 @@
 
 /* Runs fn(ctx, begin, end) over [0, n) in at most `threads` contiguous chunks
  * of at least min_chunk items; the caller's thread runs the first chunk, and
- * a thread that cannot be started has its chunk run by the caller. */
+ * parked helper threads of a process-wide pool the others (a chunk no helper
+ * is free for runs on the caller). Which thread runs a chunk never changes
+ * what it computes. */
 void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void *ctx, int64_t begin, int64_t end),
                      void *ctx);
 
