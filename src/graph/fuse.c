@@ -1,6 +1,12 @@
 /* fuse.c: fusions of Conv with what follows it, in two places.
  *
- * At load (bd_graph_fuse): a Conv whose output is read by exactly one node, a
+ * At load (bd_graph_fuse), first: a per-channel affine right after a Conv (a
+ * BatchNormalization, or a Mul and/or an Add by constants of one value per
+ * output channel, as exporters that unfold BatchNormalization write it) is
+ * folded into new weight and bias constants, W'[m] = W[m] * s[m] and
+ * b'[m] = b[m] * s[m] + t[m]; the Conv writes the affine's output and is
+ * named "conv+mul+add" (or "conv+bn"). The old weights go when nothing else
+ * reads them. Then: a Conv whose output is read by exactly one node, a
  * Relu, LeakyRelu or Clip (with constant bounds), and is not a graph output,
  * takes that activation into its epilogue: the activation node goes, the
  * Conv writes the activation's output, and its name becomes "conv+act". It
@@ -16,12 +22,14 @@
  * wait for that branch, so the fold is taken only where the instance's
  * estimated time does not grow: serial plans, and nodes big enough to fill
  * the device alone, fold; small concurrent branches stay concurrent. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "graph/ir.h"
 #include "graph/shape.h"
 #include "ops/conv.h"
+#include "ops/norm.h"
 
 /* Reads a constant float scalar (a Clip bound); 0 when the value is not one. */
 static int const_scalar(const bd_graph *g, int v, float *out)
@@ -58,6 +66,179 @@ static int act_of(const bd_graph *g, const bd_node *r, int *act, float *a, float
     }
 }
 
+/* ---- load time: a per-channel affine folded into the Conv before it --------------- */
+
+/* Constant v as per-channel factors against a Conv output of rank R with C
+ * channels: 1 and *f, *stride (1 per channel, 0 for one value for all) when
+ * it is a float constant that broadcasts along the channel axis only. */
+static int channel_const(const bd_graph *g, int v, int R, int64_t C, const float **f, int *stride)
+{
+    if (v < 0) return 0;
+    const bd_value *val = &g->values[v];
+    if (!(val->flags & BD_VAL_CONST) || val->dtype != BRAID_DTYPE_FLOAT || !val->data || val->rank < 0 ||
+        val->rank > R)
+        return 0;
+    int ch = 1 - (R - val->rank), per = 0; /* the constant's dim that lines up with the channels */
+    for (int d = 0; d < val->rank; d++) {
+        if (val->dims[d] == 1) continue;
+        if (d != ch || val->dims[d] != C) return 0;
+        per = 1;
+    }
+    *f = val->data;
+    *stride = per;
+    return 1;
+}
+
+/* The affine that node r (reading v, a Conv output of rank R with C
+ * channels) applies, as y = x * s + t with s or t NULL for 1 or 0 (their
+ * strides as channel_const's); BatchNormalization's s and t go to buf (2 C). */
+static int affine_of(const bd_graph *g, const bd_node *r, int v, int R, int64_t C, const float **s, int *ss,
+                     const float **t, int *ts, float *buf)
+{
+    *s = *t = NULL;
+    *ss = *ts = 0;
+    if (r->n_out != 1 || r->out[0] < 0) return 0;
+    if ((r->op == BD_OP_Mul || r->op == BD_OP_Add) && r->n_in == 2 && (r->in[0] == v) != (r->in[1] == v)) {
+        int k = r->in[0] == v ? 1 : 0;
+        return r->op == BD_OP_Mul ? channel_const(g, r->in[k], R, C, s, ss) : channel_const(g, r->in[k], R, C, t, ts);
+    }
+    if (r->op == BD_OP_BatchNormalization && r->n_in == 5 && r->in[0] == v && r->params) {
+        const float *sc, *b, *mean, *var;
+        int s1, s2, s3, s4;
+        if (!channel_const(g, r->in[1], 2, C, &sc, &s1) || !channel_const(g, r->in[2], 2, C, &b, &s2) ||
+            !channel_const(g, r->in[3], 2, C, &mean, &s3) || !channel_const(g, r->in[4], 2, C, &var, &s4))
+            return 0;
+        double eps = ((const bd_norm_params *)r->params)->epsilon;
+        for (int64_t m = 0; m < C; m++) { /* as the BatchNormalization kernel: in double */
+            double a = sc[m * s1] / sqrt((double)var[m * s4] + eps);
+            buf[m] = (float)a;
+            buf[C + m] = (float)(b[m * s2] - mean[m * s3] * a);
+        }
+        *s = buf;
+        *t = buf + C;
+        *ss = *ts = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* A new constant float value of the given dims holding data (taken). */
+static int new_const(bd_graph *g, const char *base, const char *suffix, int rank, const int64_t *dims, float *data)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s%s", base, suffix);
+    int v = bd_graph_add_value(g, name);
+    if (v < 0) return -1;
+    bd_value *val = &g->values[v];
+    val->dtype = BRAID_DTYPE_FLOAT;
+    val->rank = rank;
+    memcpy(val->dims, dims, (size_t)rank * sizeof *dims);
+    val->data = data;
+    val->flags = BD_VAL_CONST;
+    return v;
+}
+
+/* Drops the data of constant v once nothing reads it (readers: slot counts). */
+static void drop_if_unread(bd_graph *g, int v, const int *readers)
+{
+    if (v < 0 || readers[v] > 0) return;
+    bd_value *val = &g->values[v];
+    if (!(val->flags & BD_VAL_CONST) || (val->flags & (BD_VAL_INPUT | BD_VAL_OUTPUT))) return;
+    bd_free(val->data);
+    val->data = NULL;
+    val->flags &= ~(unsigned)BD_VAL_CONST;
+}
+
+#define MAX_AFFINE 4
+
+/* Folds the affine nodes after Conv node i (BatchNormalization, Mul and Add by
+ * per-channel constants, up to MAX_AFFINE in a row); *folded counts the nodes
+ * that go. */
+static braid_status fold_affine(bd_graph *g, int i, int *readers, int *reader, unsigned char *gone, int *folded,
+                                bd_err *e)
+{
+    bd_node *c = &g->nodes[i];
+    const bd_conv_params *cp = c->params;
+    if (c->op != BD_OP_Conv || !cp || cp->act != BD_ACT_NONE || c->n_out != 1 || c->out[0] < 0 || c->n_in < 2)
+        return BRAID_OK;
+    int wv = c->in[1], bv = c->n_in > 2 ? c->in[2] : -1;
+    const bd_value *w = &g->values[wv];
+    if (!(w->flags & BD_VAL_CONST) || w->dtype != BRAID_DTYPE_FLOAT || !w->data || w->rank < 3) return BRAID_OK;
+    int R = w->rank;
+    int64_t C = w->dims[0], per = 1;
+    for (int d = 1; d < R; d++) per *= w->dims[d];
+    const float *b0 = NULL;
+    int bs = 0;
+    /* (as BatchNormalization's inputs: a 1-D (C) lines up with the channels of a rank-2 (N, C)) */
+    if (bv >= 0 && (!channel_const(g, bv, 2, C, &b0, &bs) || g->values[bv].rank != 1)) return BRAID_OK;
+    /* A chain of affine nodes (affine after affine is affine), each the only
+     * reader of what it reads. */
+    const float *s[MAX_AFFINE], *t[MAX_AFFINE];
+    int ss[MAX_AFFINE], ts[MAX_AFFINE], nodes[MAX_AFFINE], n_aff = 0, v = c->out[0];
+    if (readers[v] != 1) return BRAID_OK;
+    int op = g->nodes[reader[v]].op;
+    if (op != BD_OP_Mul && op != BD_OP_Add && op != BD_OP_BatchNormalization) return BRAID_OK;
+    float *bn = bd_malloc(((size_t)2 * MAX_AFFINE * (size_t)C + 1) * sizeof *bn);
+    if (!bn) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    while (n_aff < MAX_AFFINE && readers[v] == 1 && !(g->values[v].flags & BD_VAL_OUTPUT)) {
+        const bd_node *r = &g->nodes[reader[v]];
+        if (!affine_of(g, r, v, R, C, &s[n_aff], &ss[n_aff], &t[n_aff], &ts[n_aff], bn + 2 * C * n_aff)) break;
+        nodes[n_aff++] = reader[v];
+        v = r->out[0];
+    }
+    if (!n_aff) { bd_free(bn); return BRAID_OK; }
+    float *nw = bd_malloc((size_t)(C * per) * sizeof *nw), *nb = bd_malloc((size_t)C * sizeof *nb);
+    if (!nw || !nb) {
+        bd_free(bn);
+        bd_free(nw);
+        bd_free(nb);
+        return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int64_t m = 0; m < C; m++) {
+        float sc = 1.0f, bias = b0 ? b0[m * bs] : 0.0f;
+        for (int k = 0; k < n_aff; k++) { /* x * s + t, node after node */
+            float sk = s[k] ? s[k][m * ss[k]] : 1.0f, tk = t[k] ? t[k][m * ts[k]] : 0.0f;
+            sc *= sk;
+            bias = bias * sk + tk;
+        }
+        const float *src = (const float *)w->data + m * per;
+        for (int64_t j = 0; j < per; j++) nw[m * per + j] = src[j] * sc;
+        nb[m] = bias;
+    }
+    bd_free(bn);
+    int64_t bdims[1] = {C}, wdims[BD_MAX_RANK];
+    memcpy(wdims, w->dims, sizeof wdims); /* adding values may move g->values */
+    int nwv = new_const(g, c->name, ".W+affine", R, wdims, nw);
+    if (nwv < 0) { bd_free(nw); bd_free(nb); return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory"); }
+    int nbv = new_const(g, c->name, ".B+affine", 1, bdims, nb);
+    if (nbv < 0) { bd_free(nb); return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory"); }
+    size_t len = strlen(c->name) + 1;
+    for (int k = 0; k < n_aff; k++) len += strlen(g->nodes[nodes[k]].name) + 1;
+    char *name = bd_malloc(len);
+    if (!name) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    strcpy(name, c->name);
+    for (int k = 0; k < n_aff; k++) strcat(strcat(name, "+"), g->nodes[nodes[k]].name);
+    bd_free(c->name);
+    c->name = name;
+    readers[wv]--;
+    if (bv >= 0) readers[bv]--;
+    c->in[1] = nwv;
+    c->in[2] = nbv; /* the loader left room for a third input */
+    c->n_in = 3;
+    c->out[0] = v;
+    for (int k = 0; k < n_aff; k++) {
+        const bd_node *r = &g->nodes[nodes[k]];
+        for (int j = 0; j < r->n_in; j++)
+            if (r->in[j] >= 0) readers[r->in[j]]--;
+        gone[nodes[k]] = 1;
+        for (int j = 1; j < r->n_in; j++) drop_if_unread(g, r->in[j], readers);
+    }
+    drop_if_unread(g, wv, readers);
+    drop_if_unread(g, bv, readers);
+    *folded += n_aff;
+    return BRAID_OK;
+}
+
 braid_status bd_graph_fuse(bd_graph *g, bd_err *e)
 {
     braid_status st = BRAID_OK;
@@ -73,8 +254,11 @@ braid_status bd_graph_fuse(bd_graph *g, bd_err *e)
             reader[v] = i;
         }
     int fused = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!gone[i]) BD_TRY(fold_affine(g, i, readers, reader, gone, &fused, e));
     for (int i = 0; i < g->n_nodes; i++) {
         bd_node *c = &g->nodes[i];
+        if (gone[i]) continue;
         if (c->op != BD_OP_Conv || !c->params || c->n_out != 1) continue;
         int v = c->out[0];
         if (v < 0 || readers[v] != 1 || (g->values[v].flags & BD_VAL_OUTPUT)) continue;

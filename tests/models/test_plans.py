@@ -12,6 +12,10 @@ shape the design promises, read from `braid plan` and `braid run --profile`.
 - fusion: a Conv whose only reader is a Relu, LeakyRelu or constant-bound
   Clip absorbs it ("conv+act" in the plan); a Conv read twice, or that is a
   graph output, does not; the numbers match onnxruntime either way.
+- load-time affine folding: a BatchNormalization, or a Mul and/or Add by
+  per-channel (or scalar) constants, right after a Conv folds into its
+  weights ("conv+mul+add", "conv+bn"); a spatially varying constant or a
+  Conv read twice does not; the numbers match onnxruntime (1e-5).
 - plan-time Conv+Add fusion: with one stream the Add of two_conv_add folds
   into a conv ("conv+add", 2 launches); with two streams the convs stay
   apart. In residual, skips computed before the conv fold at any stream
@@ -119,6 +123,57 @@ def fusion_tests(braid):
             check(p.returncode == 0, f"fusion {name}: matches onnxruntime: {p.stdout.strip()}")
 
 
+def affine_tests(braid):
+    """A per-channel affine after a Conv folds into its weights at load."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    arr = lambda shape: rng.standard_normal(shape).astype(np.float32)
+    inits = [numpy_helper.from_array(a, n) for n, a in [
+        ("w", arr((4, 3, 3, 3))), ("b", arr(4)), ("s", arr((1, 4, 1, 1))), ("t", arr((4, 1, 1))),
+        ("k", np.array([0.5], np.float32)), ("sp", arr((1, 1, 8, 8))), ("bs", np.abs(arr(4)) + 0.5),
+        ("bb", arr(4)), ("bm", arr(4)), ("bv", np.abs(arr(4)) + 0.1)]]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+    conv = lambda ins=("x", "w", "b"): helper.make_node("Conv", list(ins), ["c"], name="conv", pads=[1, 1, 1, 1])
+    mul = lambda other="s", out="m": helper.make_node("Mul", ["c", other], [out], name="mul")
+    cases = {  # name: (nodes, outputs, the expected launch names)
+        "mul_add": ([conv(), mul(), helper.make_node("Add", ["t", "m"], ["y"], name="add")], ["y"], ["conv+mul+add"]),
+        "scalar_mul_relu": ([conv(("x", "w")), mul("k"), helper.make_node("Relu", ["m"], ["y"], name="act")], ["y"],
+                            ["conv+mul+act"]),
+        "bn": ([conv(), helper.make_node("BatchNormalization", ["c", "bs", "bb", "bm", "bv"], ["y"], name="bn",
+                                         epsilon=1e-3)], ["y"], ["conv+bn"]),
+        "spatial_mul": ([conv(), mul("sp", "y")], ["y"], ["conv", "mul"]),
+        "conv_read_twice": ([conv(), mul(out="y"), helper.make_node("Relu", ["c"], ["z"], name="act")], ["y", "z"],
+                            ["act", "conv", "mul"]),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (nodes, outs, want) in cases.items():
+            g = helper.make_graph(nodes, name, [x], [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+                                                     for o in outs], inits)
+            m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+            m.ir_version = 8
+            d = os.path.join(tmp, name)
+            os.makedirs(os.path.join(d, "test_data_set_0"))
+            onnx.save(m, os.path.join(d, "model.onnx"))
+            xv = arr((1, 3, 8, 8))
+            open(os.path.join(d, "test_data_set_0", "input_0.pb"), "wb").write(
+                numpy_helper.from_array(xv, "x").SerializeToString())
+            so = ort.SessionOptions()
+            so.log_severity_level = 3
+            sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            for i, v in enumerate(sess.run(None, {"x": xv})):
+                open(os.path.join(d, "test_data_set_0", f"output_{i}.pb"), "wb").write(
+                    numpy_helper.from_array(v, outs[i]).SerializeToString())
+            p = subprocess.run([braid, "plan", os.path.join(d, "model.onnx")], capture_output=True, text=True)
+            launches = sorted(l.split(": launch ")[1] for l in p.stdout.splitlines() if ": launch " in l)
+            check(launches == want, f"affine {name}: launches {want}, got {launches}")
+            p = subprocess.run([braid, "check", d, "--rtol", "1e-5", "--atol", "1e-5"], capture_output=True, text=True)
+            check(p.returncode == 0, f"affine {name}: matches onnxruntime: {p.stdout.strip()}")
+
+
 def main():
     braid, models = sys.argv[1], sys.argv[2]
     m = lambda name: os.path.join(models, name, "model.onnx")
@@ -199,6 +254,7 @@ def main():
               "profile: the Concat slice shows its output shape 1x160x28x28")
 
     fusion_tests(braid)
+    affine_tests(braid)
 
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
