@@ -182,7 +182,7 @@ braid_status bd_inst_build(const bd_graph *g, const bd_tensor *inputs, bd_inst *
         }
     }
     for (int i = 0; i < g->n_nodes; i++) {
-        max_in = BD_MAX(max_in, g->nodes[i].n_in);
+        max_in = BD_MAX(max_in, bd_node_slots(&g->nodes[i]));
         max_out = BD_MAX(max_out, g->nodes[i].n_out);
     }
     in = bd_calloc((size_t)max_in, sizeof *in);

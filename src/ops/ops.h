@@ -40,6 +40,15 @@ typedef struct bd_op_info {
 extern const bd_op_info bd_op_table[BD_OP_COUNT];
 extern const char *const bd_family_names[BD_FAM_COUNT];
 
+/* The input slots an executor must hand node n: its inputs, and up to the
+ * op's most inputs after them (read as omitted), since a family may look at
+ * any slot the op defines (Slice's steps of a one-input Slice). */
+static inline int bd_node_slots(const bd_node *n)
+{
+    int m = n->op >= 0 && n->op < BD_OP_COUNT ? bd_op_table[n->op].max_in : 0;
+    return n->n_in > m || m == BD_VARIADIC ? n->n_in : m;
+}
+
 /* The highest default-domain opset braid knows; models importing more are
  * refused. Every op braid runs has the same meaning from opset 23 to 28 for
  * the dtypes braid runs: Cast 24/25/28 changed only float8/float4 rounding,

@@ -81,6 +81,8 @@ braid_status bd_axis(int64_t axis, int rank, int *out, bd_err *e)
 braid_status bd_const_ints(const bd_tensor *t, const char *what, int64_t *out, int max, int *count,
                            bd_err *e)
 {
+    if (t->dtype == BRAID_DTYPE_UNDEFINED) /* omitted, or past the node's inputs */
+        return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "input '%s' is missing", what);
     if (!t->data)
         return BD_FAIL(e, BRAID_ERR_UNSUPPORTED,
                        "input '%s' must be known when the plan is made (a constant or computed "

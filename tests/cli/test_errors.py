@@ -140,6 +140,11 @@ def main():
     m = graph([helper.make_node("Add", ["x", "x"], ["t"], name="add"), helper.make_node("Pad", ["t"], ["y"], name="pad")],
               [x], [y])
     expect(["run", save(m, "pad_no_pads.onnx")], 1, "node 'pad' (Pad): Pad from opset 11 needs its 'pads' input")
+    # A Slice (opset 10+) with only its data input, alone in the graph: the
+    # slots it reads past its inputs exist and read as omitted (found by
+    # fuzzing: the slot array was sized by the graph's widest node).
+    m = graph([helper.make_node("Slice", ["x"], ["y"], name="s")], [x], [y])
+    expect(["run", save(m, "slice_alone.onnx")], 1, "node 's' (Slice): input 'starts' is missing")
 
     # Sizes: declared dims larger than anything, or than the bytes present.
     big = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1 << 30, 1 << 30], raw_data=b"\0" * 16)

@@ -128,7 +128,7 @@ static braid_status cpu_prepare(void *state, bd_prepared *p, bd_err *e)
         if (p->val_out[v] >= 0 && p->inst.vals[v].data == NULL && !(g->values[v].flags & BD_VAL_INPUT))
             p->vals[v].data = p->out_data[p->val_out[v]];
     for (int i = 0; i < p->n_live; i++) {
-        cp->max_in = BD_MAX(cp->max_in, p->inst.node[p->live[i]]->n_in);
+        cp->max_in = BD_MAX(cp->max_in, bd_node_slots(p->inst.node[p->live[i]]));
         cp->max_out = BD_MAX(cp->max_out, p->inst.node[p->live[i]]->n_out);
     }
     /* Stream threads, started once; intra-op threads share the cores with them. */

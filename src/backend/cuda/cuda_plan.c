@@ -166,7 +166,7 @@ braid_status bd_cuda_plan_prepare(void *state, bd_prepared *p, bd_err *e)
         for (int i = 0; i < 2 * p->n_live + 1; i++, cp->n_prof++) BD_TRY(bd_cu_event_create(s, &cp->prof[i], 1, e));
     }
     for (int i = 0; i < p->n_live; i++) {
-        cp->max_in = BD_MAX(cp->max_in, p->inst.node[p->live[i]]->n_in);
+        cp->max_in = BD_MAX(cp->max_in, bd_node_slots(p->inst.node[p->live[i]]));
         cp->max_out = BD_MAX(cp->max_out, p->inst.node[p->live[i]]->n_out);
     }
     return BRAID_OK;
