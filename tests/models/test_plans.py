@@ -75,10 +75,31 @@ def waits_before(streams, node_prefix):
     return waits
 
 
-def fusion_tests(braid):
-    import numpy as np
+def write_case(tmp, name, g, outs, xv):
+    """Saves graph g as a test case tmp/name (input x = xv, outputs from
+    onnxruntime) and returns its folder."""
     import onnx
     import onnxruntime as ort
+    from onnx import helper, numpy_helper
+
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    d = os.path.join(tmp, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"))
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    open(os.path.join(d, "test_data_set_0", "input_0.pb"), "wb").write(
+        numpy_helper.from_array(xv, "x").SerializeToString())
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    for i, v in enumerate(sess.run(None, {"x": xv})):
+        open(os.path.join(d, "test_data_set_0", f"output_{i}.pb"), "wb").write(
+            numpy_helper.from_array(v, outs[i]).SerializeToString())
+    return d
+
+
+def fusion_tests(braid):
+    import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(3)
@@ -100,20 +121,7 @@ def fusion_tests(braid):
         for name, (nodes, outs, fused) in cases.items():
             g = helper.make_graph(nodes, name, [x], [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
                                                      for o in outs], [w, b, lo, hi])
-            m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-            m.ir_version = 8
-            d = os.path.join(tmp, name)
-            os.makedirs(os.path.join(d, "test_data_set_0"))
-            onnx.save(m, os.path.join(d, "model.onnx"))
-            xv = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
-            open(os.path.join(d, "test_data_set_0", "input_0.pb"), "wb").write(
-                numpy_helper.from_array(xv, "x").SerializeToString())
-            so = ort.SessionOptions()
-            so.log_severity_level = 3
-            sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
-            for i, v in enumerate(sess.run(None, {"x": xv})):
-                open(os.path.join(d, "test_data_set_0", f"output_{i}.pb"), "wb").write(
-                    numpy_helper.from_array(v, outs[i]).SerializeToString())
+            d = write_case(tmp, name, g, outs, rng.standard_normal((1, 3, 8, 8)).astype(np.float32))
             p = subprocess.run([braid, "plan", os.path.join(d, "model.onnx")], capture_output=True, text=True)
             launches = [l for l in p.stdout.splitlines() if ": launch " in l]
             check(any("conv+act" in l for l in launches) == bool(fused),
@@ -126,8 +134,6 @@ def fusion_tests(braid):
 def affine_tests(braid):
     """A per-channel affine after a Conv folds into its weights at load."""
     import numpy as np
-    import onnx
-    import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(5)
@@ -153,20 +159,7 @@ def affine_tests(braid):
         for name, (nodes, outs, want) in cases.items():
             g = helper.make_graph(nodes, name, [x], [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
                                                      for o in outs], inits)
-            m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-            m.ir_version = 8
-            d = os.path.join(tmp, name)
-            os.makedirs(os.path.join(d, "test_data_set_0"))
-            onnx.save(m, os.path.join(d, "model.onnx"))
-            xv = arr((1, 3, 8, 8))
-            open(os.path.join(d, "test_data_set_0", "input_0.pb"), "wb").write(
-                numpy_helper.from_array(xv, "x").SerializeToString())
-            so = ort.SessionOptions()
-            so.log_severity_level = 3
-            sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
-            for i, v in enumerate(sess.run(None, {"x": xv})):
-                open(os.path.join(d, "test_data_set_0", f"output_{i}.pb"), "wb").write(
-                    numpy_helper.from_array(v, outs[i]).SerializeToString())
+            d = write_case(tmp, name, g, outs, arr((1, 3, 8, 8)))
             p = subprocess.run([braid, "plan", os.path.join(d, "model.onnx")], capture_output=True, text=True)
             launches = sorted(l.split(": launch ")[1] for l in p.stdout.splitlines() if ": launch " in l)
             check(launches == want, f"affine {name}: launches {want}, got {launches}")
