@@ -58,12 +58,8 @@ braid_status bd_conv_parse(bd_node *n, bd_err *e)
     } else {
         BD_TRY(check_min("pads", p->pads, p->n_pads, 0, e));
     }
-    bd_free(n->params);
-    n->params = p;
-    return BRAID_OK;
 fail:
-    bd_free(p);
-    return st;
+    return bd_params_done(n, p, st);
 }
 
 /* Python-style floor division (total paddings of ConvTranspose may be negative). */

@@ -20,12 +20,8 @@ braid_status bd_gemm_parse(bd_node *n, bd_err *e)
         p->trans_a = ta != 0;
         p->trans_b = tb != 0;
     }
-    bd_free(n->params);
-    n->params = p;
-    return BRAID_OK;
 fail:
-    bd_free(p);
-    return st;
+    return bd_params_done(n, p, st);
 }
 
 braid_status bd_matmul_geometry(const bd_tensor *a, const bd_tensor *b, bd_matmul_geom *g,

@@ -14,8 +14,7 @@ static braid_status make_params(bd_node *n, const bd_tensor *t, size_t nbytes, b
     p->value.data = p->bytes;
     p->nbytes = nbytes;
     if (nbytes) memcpy(p->bytes, t->data, nbytes);
-    n->params = p;
-    return BRAID_OK;
+    return bd_params_done(n, p, BRAID_OK);
 }
 
 static braid_status parse_constant(bd_node *n, bd_err *e)

@@ -82,11 +82,8 @@ braid_status bd_layout_parse(bd_node *n, bd_err *e)
     case BD_OP_Pad: BD_TRY(parse_pad(n, p, e)); break;
     default: break;
     }
-    n->params = p;
-    return BRAID_OK;
 fail:
-    bd_free(p);
-    return st;
+    return bd_params_done(n, p, st);
 }
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }

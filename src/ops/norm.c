@@ -35,12 +35,8 @@ braid_status bd_norm_parse(bd_node *n, bd_err *e)
             goto fail;
         }
     }
-    bd_free(n->params);
-    n->params = p;
-    return BRAID_OK;
 fail:
-    bd_free(p);
-    return st;
+    return bd_params_done(n, p, st);
 }
 
 static braid_status batchnorm_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out,

@@ -88,6 +88,18 @@ double bd_op_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out);
 int bd_op_shape_input(int op, int index);
 
 /* Shared helpers for families. */
+/* The end of a family's parse: on success n->params takes p (what an earlier
+ * parse left there is freed), on failure p is freed; returns st. */
+static inline braid_status bd_params_done(bd_node *n, void *p, braid_status st)
+{
+    if (st) {
+        bd_free(p);
+        return st;
+    }
+    bd_free(n->params);
+    n->params = p;
+    return BRAID_OK;
+}
 /* Normalizes a possibly negative axis against rank; fails with INVALID_MODEL. */
 braid_status bd_axis(int64_t axis, int rank, int *out, bd_err *e);
 /* Reads a constant int64 or int32 1-D (or scalar) input into out (max entries). */

@@ -89,12 +89,8 @@ braid_status bd_pool_parse(bd_node *n, bd_err *e)
         if (n->op == BD_OP_MaxPool) BD_TRY(read_flag(n, "storage_order", &p->storage_order, e));
         else BD_TRY(read_flag(n, "count_include_pad", &p->count_include_pad, e));
     }
-    bd_free(n->params);
-    n->params = p;
-    return BRAID_OK;
 fail:
-    bd_free(p);
-    return st;
+    return bd_params_done(n, p, st);
 }
 
 braid_status bd_pool_geometry(const bd_node *n, const bd_tensor *x, bd_pool_geom *g, bd_err *e)

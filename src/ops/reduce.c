@@ -30,12 +30,8 @@ braid_status bd_reduce_parse(bd_node *n, bd_err *e)
             goto fail;
         }
     }
-    bd_free(n->params);
-    n->params = p;
-    return BRAID_OK;
 fail:
-    bd_free(p);
-    return st;
+    return bd_params_done(n, p, st);
 }
 
 braid_status bd_reduce_axes(const bd_node *n, const bd_tensor *in, int n_in, unsigned *mask,

@@ -88,12 +88,8 @@ braid_status bd_resize_parse(bd_node *n, bd_err *e)
         p->antialias = v != 0;
         BD_TRY(bd_attr_ints(n, "axes", p->axes, BD_MAX_RANK, &p->n_axes, e));
     }
-    bd_free(n->params);
-    n->params = p;
-    return BRAID_OK;
 fail:
-    bd_free(p);
-    return st;
+    return bd_params_done(n, p, st);
 }
 
 /* The input at position i, or NULL when the op version has none there, the

@@ -41,11 +41,8 @@ braid_status bd_shape_parse(bd_node *n, bd_err *e)
         break;
     default: break;
     }
-    n->params = p;
-    return BRAID_OK;
 fail:
-    bd_free(p);
-    return st;
+    return bd_params_done(n, p, st);
 }
 
 braid_status bd_dropout_check(const bd_node *n, const bd_tensor *in, int n_in, bd_err *e)

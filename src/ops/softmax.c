@@ -13,12 +13,8 @@ braid_status bd_softmax_parse(bd_node *n, bd_err *e)
      * 13 on, one axis is normalized (default -1). */
     p->flatten = n->opset < 13;
     BD_TRY(bd_attr_int(n, "axis", p->flatten ? 1 : -1, &p->axis, e));
-    bd_free(n->params);
-    n->params = p;
-    return BRAID_OK;
 fail:
-    bd_free(p);
-    return st;
+    return bd_params_done(n, p, st);
 }
 
 braid_status bd_softmax_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)

@@ -60,12 +60,8 @@ braid_status bd_unary_parse(bd_node *n, bd_err *e)
     }
     default: break;
     }
-    bd_free(n->params);
-    n->params = p;
-    return BRAID_OK;
 fail:
-    bd_free(p);
-    return st;
+    return bd_params_done(n, p, st);
 }
 
 braid_status bd_unary_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
