@@ -12,8 +12,9 @@
 /* Intra-op threads the kernels may use. */
 static int g_threads = 1;
 
-/* parse + infer + allocate every output (filled with garbage: the kernel must
- * write every byte) + run. Outputs' data is malloc'ed; done() frees it. */
+/* parse + infer + allocate every output (filled with 0xFF bytes, NaN as
+ * floats: the kernel must write every element) + run. Outputs' data is
+ * malloc'ed; done() frees it. */
 static braid_status run(bd_node *n, bd_tensor *in, bd_tensor *out, bd_err *e)
 {
     braid_status st = bd_op_parse(n, e);
@@ -23,7 +24,7 @@ static braid_status run(bd_node *n, bd_tensor *in, bd_tensor *out, bd_err *e)
         size_t nb;
         if ((st = bd_tensor_nbytes(&out[i], &nb, e))) return st;
         out[i].data = malloc(nb + 1);
-        memset(out[i].data, 0xAB, nb);
+        memset(out[i].data, 0xFF, nb);
     }
     bd_kernel k = {.node = n, .in = in, .n_in = n->n_in, .out = out, .n_out = n->n_out, .threads = g_threads,
                    .err = e};
@@ -38,6 +39,89 @@ static void done(bd_node *n, bd_tensor *out)
     }
     bd_free(n->params);
     n->params = NULL;
+}
+
+/* ---- nodes built by hand --------------------------------------------------- */
+
+/* A node by value; its attributes stay in the caller's array. */
+static inline bd_node op_node(int op, int opset, int n_in, int n_out, bd_attr *attrs, int n_attrs)
+{
+    bd_node n = {.name = "t", .op_type = (char *)bd_op_table[op].name, .domain = "", .op = op,
+                 .opset = opset, .n_in = n_in, .n_out = n_out, .n_attrs = n_attrs, .attrs = attrs};
+    return n;
+}
+
+static inline bd_attr attr_i(const char *name, int64_t v)
+{
+    return (bd_attr){.name = (char *)name, .type = BD_ATTR_INT, .i = v};
+}
+
+static inline bd_attr attr_f(const char *name, float v)
+{
+    return (bd_attr){.name = (char *)name, .type = BD_ATTR_FLOAT, .f = v};
+}
+
+static inline bd_attr attr_is(const char *name, int64_t *v, int n)
+{
+    return (bd_attr){.name = (char *)name, .type = BD_ATTR_INTS, .ints = v, .n = n};
+}
+
+/* A node that holds its own inputs, outputs and attributes (attr_* add them;
+ * INTS values are copied). Value indices: inputs 0.., outputs 5... */
+typedef struct tnode {
+    bd_node n;
+    int in[5], out[3];
+    bd_attr attrs[12];
+    int64_t ints[12][12];
+} tnode;
+
+static inline void tnode_init(tnode *t, int op, int opset, int n_in, int n_out)
+{
+    memset(t, 0, sizeof *t);
+    t->n = op_node(op, opset, n_in, n_out, t->attrs, 0);
+    t->n.in = t->in;
+    t->n.out = t->out;
+    for (int i = 0; i < 5; i++) t->in[i] = i;
+    for (int i = 0; i < 3; i++) t->out[i] = 5 + i;
+}
+
+static inline bd_attr *tnode_attr(tnode *t, const char *name, bd_attr_type type)
+{
+    bd_attr *a = &t->attrs[t->n.n_attrs++];
+    a->name = (char *)name;
+    a->type = type;
+    return a;
+}
+
+static inline void attr_int(tnode *t, const char *name, int64_t v) { tnode_attr(t, name, BD_ATTR_INT)->i = v; }
+static inline void attr_float(tnode *t, const char *name, float v) { tnode_attr(t, name, BD_ATTR_FLOAT)->f = v; }
+static inline void attr_str(tnode *t, const char *name, const char *s) { tnode_attr(t, name, BD_ATTR_STRING)->s = (char *)s; }
+
+static inline void attr_ints(tnode *t, const char *name, int n, const int64_t *v)
+{
+    int64_t *dst = t->ints[t->n.n_attrs];
+    memcpy(dst, v, (size_t)n * sizeof *v);
+    bd_attr *a = tnode_attr(t, name, BD_ATTR_INTS);
+    a->n = n;
+    a->ints = dst;
+}
+
+static inline bd_tensor tensor(int dtype, int rank, const int64_t *dims, void *data)
+{
+    bd_tensor x = {.dtype = dtype, .rank = rank, .data = data};
+    memcpy(x.dims, dims, (size_t)rank * sizeof *dims);
+    return x;
+}
+
+/* n pseudo-random floats in [-1, 1) from *seed (malloc'ed). */
+static inline float *randn(int64_t n, unsigned *seed)
+{
+    float *p = malloc((size_t)(n ? n : 1) * sizeof *p);
+    for (int64_t i = 0; i < n; i++) {
+        *seed = *seed * 1103515245u + 12345u;
+        p[i] = (float)((*seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+    }
+    return p;
 }
 
 /* A 1-D int64 tensor over v. */

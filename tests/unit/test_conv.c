@@ -6,99 +6,8 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
+#include "optest.h"
 #include "ops/conv.h"
-
-/* ---- a node built by hand ---------------------------------------------------- */
-typedef struct tnode {
-    bd_node n;
-    int in[3], out[1];
-    bd_attr attrs[8];
-    int64_t ints[8][12];
-} tnode;
-
-static void tnode_init(tnode *t, int op, int n_in)
-{
-    memset(t, 0, sizeof *t);
-    t->n.name = "n";
-    t->n.op = op;
-    t->n.op_type = (char *)bd_op_table[op].name;
-    t->n.domain = "";
-    t->n.opset = 17;
-    t->n.n_in = n_in;
-    t->n.n_out = 1;
-    t->n.in = t->in;
-    t->n.out = t->out;
-    t->n.attrs = t->attrs;
-    for (int i = 0; i < 3; i++) t->in[i] = i;
-}
-
-static void attr_ints(tnode *t, const char *name, int n, const int64_t *v)
-{
-    bd_attr *a = &t->attrs[t->n.n_attrs];
-    memcpy(t->ints[t->n.n_attrs], v, (size_t)n * sizeof *v);
-    a->name = (char *)name;
-    a->type = BD_ATTR_INTS;
-    a->n = n;
-    a->ints = t->ints[t->n.n_attrs++];
-}
-
-static void attr_int(tnode *t, const char *name, int64_t v)
-{
-    bd_attr *a = &t->attrs[t->n.n_attrs++];
-    a->name = (char *)name;
-    a->type = BD_ATTR_INT;
-    a->i = v;
-}
-
-static void attr_str(tnode *t, const char *name, const char *s)
-{
-    bd_attr *a = &t->attrs[t->n.n_attrs++];
-    a->name = (char *)name;
-    a->type = BD_ATTR_STRING;
-    a->s = (char *)s;
-}
-
-static bd_tensor tensor(int rank, const int64_t *dims, float *data)
-{
-    bd_tensor t = {.dtype = BRAID_DTYPE_FLOAT, .rank = rank, .data = data};
-    memcpy(t.dims, dims, (size_t)rank * sizeof *dims);
-    return t;
-}
-
-/* Parses, infers and runs the node; out->data is malloc'ed (NaN-filled first,
- * so an element the kernel forgets shows). */
-static int g_threads = 1; /* the kernels' k->threads */
-
-static braid_status run(tnode *t, bd_tensor *in, bd_tensor *out, bd_err *e)
-{
-    braid_status st = bd_op_parse(&t->n, e);
-    if (!st) st = bd_op_infer(&t->n, in, out, e);
-    if (st) return st;
-    int64_t n = bd_numel(out);
-    out->data = malloc((size_t)(n ? n : 1) * sizeof(float));
-    for (int64_t i = 0; i < n; i++) ((float *)out->data)[i] = NAN;
-    bd_kernel k = {.node = &t->n, .in = in, .n_in = t->n.n_in, .out = out, .n_out = 1,
-                   .threads = g_threads, .err = e};
-    return bd_cpu_run(&k);
-}
-
-static void done(tnode *t, bd_tensor *out)
-{
-    bd_free(t->n.params);
-    t->n.params = NULL;
-    free(out->data);
-    out->data = NULL;
-}
-
-static float *randn(int64_t n, unsigned *seed)
-{
-    float *p = malloc((size_t)n * sizeof *p);
-    for (int64_t i = 0; i < n; i++) {
-        *seed = *seed * 1103515245u + 12345u;
-        p[i] = (float)((*seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
-    return p;
-}
 
 /* Naive 2-D grouped convolution, straight from the definition. */
 static void naive_conv2d(const float *x, const float *w, const float *b, float *y, int64_t n,
@@ -134,48 +43,48 @@ static void test_by_hand(void)
 {
     float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[4] = {1, 2, 3, 4}, b[1] = {1};
     int64_t xd[4] = {1, 1, 3, 3}, wd[4] = {1, 1, 2, 2}, bd[1] = {1};
-    bd_tensor in[3] = {tensor(4, xd, x), tensor(4, wd, w), tensor(1, bd, b)}, out = {0};
+    bd_tensor in[3] = {tensor(F32, 4, xd, x), tensor(F32, 4, wd, w), tensor(F32, 1, bd, b)}, out = {0};
     bd_err e = {0};
     tnode t;
-    tnode_init(&t, BD_OP_Conv, 3);
-    CHECK_EQ_INT(run(&t, in, &out, &e), BRAID_OK);
+    tnode_init(&t, BD_OP_Conv, 17, 3, 1);
+    CHECK_EQ_INT(run(&t.n, in, &out, &e), BRAID_OK);
     CHECK_EQ_INT(out.rank, 4);
     CHECK_EQ_INT(out.dims[2], 2);
     CHECK_EQ_INT(out.dims[3], 2);
     const float want[4] = {38, 48, 68, 78}; /* 37, 47, 67, 77 plus the bias 1 */
     for (int i = 0; i < 4; i++) CHECK_NEAR(((float *)out.data)[i], want[i], 1e-6, 0);
-    done(&t, &out);
+    done(&t.n, &out);
 
     /* pads 1 and stride 2: the windows start at -1 and 1, so the corner sees
      * only x[0][0] under k[1][1] (1*4), the next only x[0][1..2] under k[1][..]. */
-    tnode_init(&t, BD_OP_Conv, 2);
+    tnode_init(&t, BD_OP_Conv, 17, 2, 1);
     const int64_t pads[4] = {1, 1, 1, 1}, strides[2] = {2, 2};
     attr_ints(&t, "pads", 4, pads);
     attr_ints(&t, "strides", 2, strides);
-    CHECK_EQ_INT(run(&t, in, &out, &e), BRAID_OK);
+    CHECK_EQ_INT(run(&t.n, in, &out, &e), BRAID_OK);
     CHECK_EQ_INT(out.dims[2], 2);
     const float want2[4] = {4, 2 * 3 + 3 * 4, 4 * 2 + 7 * 4, 5 * 1 + 6 * 2 + 8 * 3 + 9 * 4};
     for (int i = 0; i < 4; i++) CHECK_NEAR(((float *)out.data)[i], want2[i], 1e-6, 0);
-    done(&t, &out);
+    done(&t.n, &out);
 
     /* ConvTranspose of [[1,2],[3,4]] with a 2x2 kernel of ones: stride 1 sums
      * the overlapping copies; stride 2 lays them side by side. */
     float xt[4] = {1, 2, 3, 4}, ones[4] = {1, 1, 1, 1};
     int64_t xtd[4] = {1, 1, 2, 2};
-    bd_tensor tin[2] = {tensor(4, xtd, xt), tensor(4, wd, ones)};
-    tnode_init(&t, BD_OP_ConvTranspose, 2);
-    CHECK_EQ_INT(run(&t, tin, &out, &e), BRAID_OK);
+    bd_tensor tin[2] = {tensor(F32, 4, xtd, xt), tensor(F32, 4, wd, ones)};
+    tnode_init(&t, BD_OP_ConvTranspose, 17, 2, 1);
+    CHECK_EQ_INT(run(&t.n, tin, &out, &e), BRAID_OK);
     const float want3[9] = {1, 3, 2, 4, 10, 6, 3, 7, 4};
     CHECK_EQ_INT(out.dims[2], 3);
     for (int i = 0; i < 9; i++) CHECK_NEAR(((float *)out.data)[i], want3[i], 1e-6, 0);
-    done(&t, &out);
-    tnode_init(&t, BD_OP_ConvTranspose, 2);
+    done(&t.n, &out);
+    tnode_init(&t, BD_OP_ConvTranspose, 17, 2, 1);
     attr_ints(&t, "strides", 2, strides);
-    CHECK_EQ_INT(run(&t, tin, &out, &e), BRAID_OK);
+    CHECK_EQ_INT(run(&t.n, tin, &out, &e), BRAID_OK);
     const float want4[16] = {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4};
     CHECK_EQ_INT(out.dims[3], 4);
     for (int i = 0; i < 16; i++) CHECK_NEAR(((float *)out.data)[i], want4[i], 1e-6, 0);
-    done(&t, &out);
+    done(&t.n, &out);
 }
 
 /* Random convolutions through each path, against the naive loop (1e-4: float
@@ -200,15 +109,15 @@ static void test_paths_vs_naive(void)
         int64_t bd[1] = {c->m};
         float *x = randn(c->n * c->c * c->h * c->w, &seed);
         float *w = randn(wd[0] * wd[1] * wd[2] * wd[3], &seed), *b = randn(c->m, &seed);
-        bd_tensor in[3] = {tensor(4, xd, x), tensor(4, wd, w), tensor(1, bd, b)}, out = {0};
+        bd_tensor in[3] = {tensor(F32, 4, xd, x), tensor(F32, 4, wd, w), tensor(F32, 1, bd, b)}, out = {0};
         bd_err e = {0};
         tnode t;
-        tnode_init(&t, BD_OP_Conv, 3);
+        tnode_init(&t, BD_OP_Conv, 17, 3, 1);
         attr_int(&t, "group", c->group);
         attr_ints(&t, "strides", 2, c->s);
         attr_ints(&t, "dilations", 2, c->d);
         attr_ints(&t, "pads", 4, c->pads);
-        CHECK_EQ_INT(run(&t, in, &out, &e), BRAID_OK);
+        CHECK_EQ_INT(run(&t.n, in, &out, &e), BRAID_OK);
         int64_t oh = out.dims[2], ow = out.dims[3], ny = bd_numel(&out);
         CHECK_EQ_INT(oh, (c->h + c->pads[0] + c->pads[2] - (c->kh - 1) * c->d[0] - 1) / c->s[0] + 1);
         float *ref = malloc((size_t)ny * sizeof *ref);
@@ -219,7 +128,7 @@ static void test_paths_vs_naive(void)
             bad += !(fabsf(((float *)out.data)[i] - ref[i]) <= 1e-4f + 1e-4f * fabsf(ref[i]));
         if (bad) fprintf(stderr, "case '%s': %d values differ\n", c->what, bad);
         CHECK_EQ_INT(bad, 0);
-        done(&t, &out);
+        done(&t.n, &out);
         free(x), free(w), free(b), free(ref);
     }
 }
@@ -237,21 +146,21 @@ static void test_depthwise_vs_im2col(void)
         float *x = randn(2 * c * h * wd_, &seed), *dw = randn(c * 9, &seed), *b = randn(c, &seed);
         float *gw = calloc((size_t)(c * 2 * 9), sizeof *gw);
         for (int64_t m = 0; m < c; m++) memcpy(gw + (m * 2 + m % 2) * 9, dw + m * 9, 9 * sizeof *gw);
-        bd_tensor in1[3] = {tensor(4, xd, x), tensor(4, dwd, dw), tensor(1, bd, b)};
-        bd_tensor in2[3] = {tensor(4, xd, x), tensor(4, gwd, gw), tensor(1, bd, b)};
+        bd_tensor in1[3] = {tensor(F32, 4, xd, x), tensor(F32, 4, dwd, dw), tensor(F32, 1, bd, b)};
+        bd_tensor in2[3] = {tensor(F32, 4, xd, x), tensor(F32, 4, gwd, gw), tensor(F32, 1, bd, b)};
         bd_tensor o1 = {0}, o2 = {0};
         bd_err e = {0};
         tnode t1, t2;
-        tnode_init(&t1, BD_OP_Conv, 3);
+        tnode_init(&t1, BD_OP_Conv, 17, 3, 1);
         attr_int(&t1, "group", c);
         attr_ints(&t1, "pads", 4, pads);
         attr_ints(&t1, "strides", 2, strides[si]);
-        tnode_init(&t2, BD_OP_Conv, 3);
+        tnode_init(&t2, BD_OP_Conv, 17, 3, 1);
         attr_int(&t2, "group", c / 2);
         attr_ints(&t2, "pads", 4, pads);
         attr_ints(&t2, "strides", 2, strides[si]);
-        CHECK_EQ_INT(run(&t1, in1, &o1, &e), BRAID_OK);
-        CHECK_EQ_INT(run(&t2, in2, &o2, &e), BRAID_OK);
+        CHECK_EQ_INT(run(&t1.n, in1, &o1, &e), BRAID_OK);
+        CHECK_EQ_INT(run(&t2.n, in2, &o2, &e), BRAID_OK);
         CHECK(bd_shape_equal(&o1, &o2));
         double maxdiff = 0;
         for (int64_t i = 0; i < bd_numel(&o1); i++) {
@@ -259,8 +168,8 @@ static void test_depthwise_vs_im2col(void)
             if (!(dlt <= maxdiff)) maxdiff = dlt; /* NaN shows too */
         }
         CHECK_NEAR(maxdiff, 0, 1e-5, 0);
-        done(&t1, &o1);
-        done(&t2, &o2);
+        done(&t1.n, &o1);
+        done(&t2.n, &o2);
         free(x), free(dw), free(b), free(gw);
     }
 }
@@ -272,10 +181,10 @@ static void test_depthwise_threads(void)
     const int64_t xd[4] = {1, 32, 64, 64}, wd[4] = {32, 1, 3, 3}, pads[4] = {1, 1, 1, 1};
     unsigned seed = 21;
     float *x = randn(32 * 64 * 64, &seed), *w = randn(32 * 9, &seed);
-    bd_tensor in[2] = {tensor(4, xd, x), tensor(4, wd, w)}, o1 = {0}, o4 = {0};
+    bd_tensor in[2] = {tensor(F32, 4, xd, x), tensor(F32, 4, wd, w)}, o1 = {0}, o4 = {0};
     bd_err e = {0};
     tnode t1, t4;
-    tnode_init(&t1, BD_OP_Conv, 2);
+    tnode_init(&t1, BD_OP_Conv, 17, 2, 1);
     attr_int(&t1, "group", 32);
     attr_ints(&t1, "pads", 4, pads);
     t4 = t1;
@@ -283,13 +192,13 @@ static void test_depthwise_threads(void)
     t4.n.in = t4.in;
     t4.n.out = t4.out;
     t4.attrs[1].ints = t4.ints[1];
-    CHECK_EQ_INT(run(&t1, in, &o1, &e), BRAID_OK);
+    CHECK_EQ_INT(run(&t1.n, in, &o1, &e), BRAID_OK);
     g_threads = 4;
-    CHECK_EQ_INT(run(&t4, in, &o4, &e), BRAID_OK);
+    CHECK_EQ_INT(run(&t4.n, in, &o4, &e), BRAID_OK);
     g_threads = 1;
     CHECK(memcmp(o1.data, o4.data, (size_t)bd_numel(&o1) * sizeof(float)) == 0);
-    done(&t1, &o1);
-    done(&t4, &o4);
+    done(&t1.n, &o1);
+    done(&t4.n, &o4);
     free(x), free(w);
 }
 
@@ -302,24 +211,24 @@ static void test_transpose_is_adjoint(void)
     const int64_t xd[4] = {1, 4, 10, 14}, wd[4] = {6, 2, 3, 3}; /* group 2 */
     unsigned seed = 11;
     float *x = randn(4 * 10 * 14, &seed), *w = randn(6 * 2 * 9, &seed);
-    bd_tensor in[2] = {tensor(4, xd, x), tensor(4, wd, w)}, y = {0}, xt = {0};
+    bd_tensor in[2] = {tensor(F32, 4, xd, x), tensor(F32, 4, wd, w)}, y = {0}, xt = {0};
     bd_err e = {0};
     tnode t;
-    tnode_init(&t, BD_OP_Conv, 2);
+    tnode_init(&t, BD_OP_Conv, 17, 2, 1);
     attr_int(&t, "group", 2);
     attr_ints(&t, "strides", 2, strides);
     attr_ints(&t, "dilations", 2, dil);
     attr_ints(&t, "pads", 4, pads);
-    CHECK_EQ_INT(run(&t, in, &y, &e), BRAID_OK);
+    CHECK_EQ_INT(run(&t.n, in, &y, &e), BRAID_OK);
     float *r = randn(bd_numel(&y), &seed);
-    bd_tensor tin[2] = {tensor(4, y.dims, r), tensor(4, wd, w)};
+    bd_tensor tin[2] = {tensor(F32, 4, y.dims, r), tensor(F32, 4, wd, w)};
     tnode tt;
-    tnode_init(&tt, BD_OP_ConvTranspose, 2);
+    tnode_init(&tt, BD_OP_ConvTranspose, 17, 2, 1);
     attr_int(&tt, "group", 2);
     attr_ints(&tt, "strides", 2, strides);
     attr_ints(&tt, "dilations", 2, dil);
     attr_ints(&tt, "pads", 4, pads);
-    CHECK_EQ_INT(run(&tt, tin, &xt, &e), BRAID_OK);
+    CHECK_EQ_INT(run(&tt.n, tin, &xt, &e), BRAID_OK);
     CHECK_EQ_INT(xt.dims[1], 4);
     CHECK_EQ_INT(xt.dims[2], 10);
     CHECK_EQ_INT(xt.dims[3], 14);
@@ -327,8 +236,8 @@ static void test_transpose_is_adjoint(void)
     for (int64_t i = 0; i < bd_numel(&y); i++) lhs += (double)((float *)y.data)[i] * r[i];
     for (int64_t i = 0; i < bd_numel(&xt); i++) rhs += (double)((float *)xt.data)[i] * x[i];
     CHECK_NEAR(rhs, lhs, 1e-3, 1e-5);
-    done(&t, &y);
-    done(&tt, &xt);
+    done(&t.n, &y);
+    done(&tt.n, &xt);
     free(x), free(w), free(r);
 }
 
@@ -337,14 +246,14 @@ static void test_transpose_is_adjoint(void)
 static void test_auto_pad(void)
 {
     const int64_t xd[4] = {1, 1, 5, 5}, wd[4] = {1, 1, 2, 2}, strides[2] = {2, 2};
-    bd_tensor x = tensor(4, xd, NULL), w = tensor(4, wd, NULL);
+    bd_tensor x = tensor(F32, 4, xd, NULL), w = tensor(F32, 4, wd, NULL);
     const char *modes[3] = {"SAME_UPPER", "SAME_LOWER", "VALID"};
     const int64_t want_pb[3] = {0, 1, 0}, want_pe[3] = {1, 0, 0}, want_y[3] = {3, 3, 2};
     for (int i = 0; i < 3; i++) {
         tnode t;
         bd_conv_geom g;
         bd_err e = {0};
-        tnode_init(&t, BD_OP_Conv, 2);
+        tnode_init(&t, BD_OP_Conv, 17, 2, 1);
         attr_str(&t, "auto_pad", modes[i]);
         attr_ints(&t, "strides", 2, strides);
         CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
@@ -359,12 +268,12 @@ static void test_auto_pad(void)
 static void test_errors(void)
 {
     int64_t xd[4] = {1, 4, 5, 5}, wd[4] = {2, 3, 3, 3};
-    bd_tensor in[2] = {tensor(4, xd, NULL), tensor(4, wd, NULL)}, out = {0};
+    bd_tensor in[2] = {tensor(F32, 4, xd, NULL), tensor(F32, 4, wd, NULL)}, out = {0};
     bd_err e = {0};
     tnode t;
 
     /* W says 3 input channels per group, X has 4 channels. */
-    tnode_init(&t, BD_OP_Conv, 2);
+    tnode_init(&t, BD_OP_Conv, 17, 2, 1);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
     CHECK_EQ_INT(bd_op_infer(&t.n, in, &out, &e), BRAID_ERR_SHAPE);
     CHECK_CONTAINS(e.msg, "3 input channels per group");
@@ -372,7 +281,7 @@ static void test_errors(void)
     bd_free(t.n.params);
 
     /* group 2 needs 2 per group. */
-    tnode_init(&t, BD_OP_Conv, 2);
+    tnode_init(&t, BD_OP_Conv, 17, 2, 1);
     attr_int(&t, "group", 2);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
     CHECK_EQ_INT(bd_op_infer(&t.n, in, &out, &e), BRAID_ERR_SHAPE);
@@ -382,7 +291,7 @@ static void test_errors(void)
     /* Only float32: another type for X is UNSUPPORTED; W disagreeing with X is DTYPE. */
     bd_tensor ini[2] = {in[0], in[1]};
     ini[0].dtype = BRAID_DTYPE_DOUBLE;
-    tnode_init(&t, BD_OP_Conv, 2);
+    tnode_init(&t, BD_OP_Conv, 17, 2, 1);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
     CHECK_EQ_INT(bd_op_infer(&t.n, ini, &out, &e), BRAID_ERR_UNSUPPORTED);
     CHECK_CONTAINS(e.msg, "float64");
@@ -394,47 +303,47 @@ static void test_errors(void)
 
     /* Bias of the wrong length. */
     int64_t wd2[4] = {2, 4, 3, 3}, bd[1] = {3};
-    bd_tensor inb[3] = {in[0], tensor(4, wd2, NULL), tensor(1, bd, NULL)};
-    tnode_init(&t, BD_OP_Conv, 3);
+    bd_tensor inb[3] = {in[0], tensor(F32, 4, wd2, NULL), tensor(F32, 1, bd, NULL)};
+    tnode_init(&t, BD_OP_Conv, 17, 3, 1);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
     CHECK_EQ_INT(bd_op_infer(&t.n, inb, &out, &e), BRAID_ERR_SHAPE);
     CHECK_CONTAINS(e.msg, "bias B has shape 3");
     bd_free(t.n.params);
 
     /* Attributes: an unknown auto_pad, a zero stride, a pads list of the wrong length. */
-    tnode_init(&t, BD_OP_Conv, 2);
+    tnode_init(&t, BD_OP_Conv, 17, 2, 1);
     attr_str(&t, "auto_pad", "SAME");
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_ERR_INVALID_MODEL);
     CHECK_CONTAINS(e.msg, "'SAME'");
     CHECK(t.n.params == NULL);
-    tnode_init(&t, BD_OP_Conv, 2);
+    tnode_init(&t, BD_OP_Conv, 17, 2, 1);
     const int64_t zero[2] = {1, 0};
     attr_ints(&t, "strides", 2, zero);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_ERR_INVALID_MODEL);
     CHECK_CONTAINS(e.msg, "strides");
-    tnode_init(&t, BD_OP_Conv, 2);
+    tnode_init(&t, BD_OP_Conv, 17, 2, 1);
     const int64_t pads3[2] = {1, 1};
     attr_ints(&t, "pads", 2, pads3);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
-    CHECK_EQ_INT(bd_op_infer(&t.n, (bd_tensor[]){in[0], tensor(4, wd2, NULL)}, &out, &e),
+    CHECK_EQ_INT(bd_op_infer(&t.n, (bd_tensor[]){in[0], tensor(F32, 4, wd2, NULL)}, &out, &e),
                  BRAID_ERR_SHAPE);
     CHECK_CONTAINS(e.msg, "'pads' has 2 values");
     bd_free(t.n.params);
 
     /* A kernel larger than the padded input. */
     int64_t wbig[4] = {2, 4, 7, 3};
-    tnode_init(&t, BD_OP_Conv, 2);
+    tnode_init(&t, BD_OP_Conv, 17, 2, 1);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
-    CHECK_EQ_INT(bd_op_infer(&t.n, (bd_tensor[]){in[0], tensor(4, wbig, NULL)}, &out, &e),
+    CHECK_EQ_INT(bd_op_infer(&t.n, (bd_tensor[]){in[0], tensor(F32, 4, wbig, NULL)}, &out, &e),
                  BRAID_ERR_SHAPE);
     CHECK_CONTAINS(e.msg, "kernel spans 7");
     bd_free(t.n.params);
 
     /* Four spatial dims. */
     int64_t x6[6] = {1, 1, 2, 2, 2, 2}, w6[6] = {1, 1, 1, 1, 1, 1};
-    tnode_init(&t, BD_OP_Conv, 2);
+    tnode_init(&t, BD_OP_Conv, 17, 2, 1);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
-    CHECK_EQ_INT(bd_op_infer(&t.n, (bd_tensor[]){tensor(6, x6, NULL), tensor(6, w6, NULL)}, &out,
+    CHECK_EQ_INT(bd_op_infer(&t.n, (bd_tensor[]){tensor(F32, 6, x6, NULL), tensor(F32, 6, w6, NULL)}, &out,
                              &e), BRAID_ERR_UNSUPPORTED);
     bd_free(t.n.params);
 }
@@ -446,10 +355,10 @@ static void test_out_of_memory(void)
 #ifdef BRAID_FAULT_INJECTION
     float x2[18] = {0}, w8[8] = {0}, y[4];
     int64_t x2d[4] = {1, 2, 3, 3}, wd1[4] = {1, 2, 2, 2}; /* 2 channels: not depthwise */
-    bd_tensor in[2] = {tensor(4, x2d, x2), tensor(4, wd1, w8)}, out = {0};
+    bd_tensor in[2] = {tensor(F32, 4, x2d, x2), tensor(F32, 4, wd1, w8)}, out = {0};
     bd_err e = {0};
     tnode t;
-    tnode_init(&t, BD_OP_Conv, 2);
+    tnode_init(&t, BD_OP_Conv, 17, 2, 1);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
     CHECK_EQ_INT(bd_op_infer(&t.n, in, &out, &e), BRAID_OK);
     out.data = y;

@@ -5,85 +5,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
-
-/* ---- a node built by hand ---------------------------------------------------- */
-typedef struct tnode {
-    bd_node n;
-    int in[3], out[1];
-    bd_attr attrs[4];
-} tnode;
-
-static void tnode_init(tnode *t, int op, int n_in)
-{
-    memset(t, 0, sizeof *t);
-    t->n.name = "n";
-    t->n.op = op;
-    t->n.op_type = (char *)bd_op_table[op].name;
-    t->n.domain = "";
-    t->n.opset = 17;
-    t->n.n_in = n_in;
-    t->n.n_out = 1;
-    t->n.in = t->in;
-    t->n.out = t->out;
-    t->n.attrs = t->attrs;
-    for (int i = 0; i < 3; i++) t->in[i] = i;
-}
-
-static void attr_int(tnode *t, const char *name, int64_t v)
-{
-    bd_attr *a = &t->attrs[t->n.n_attrs++];
-    a->name = (char *)name;
-    a->type = BD_ATTR_INT;
-    a->i = v;
-}
-
-static void attr_float(tnode *t, const char *name, float v)
-{
-    bd_attr *a = &t->attrs[t->n.n_attrs++];
-    a->name = (char *)name;
-    a->type = BD_ATTR_FLOAT;
-    a->f = v;
-}
-
-static bd_tensor tensor(int dtype, int rank, const int64_t *dims, void *data)
-{
-    bd_tensor t = {.dtype = dtype, .rank = rank, .data = data};
-    memcpy(t.dims, dims, (size_t)rank * sizeof *dims);
-    return t;
-}
-
-/* Parses, infers and runs; out->data is malloc'ed and filled with 0xff bytes
- * first (NaN for floats) so that a forgotten element shows. */
-static braid_status run(tnode *t, bd_tensor *in, bd_tensor *out, bd_err *e)
-{
-    braid_status st = bd_op_parse(&t->n, e);
-    if (!st) st = bd_op_infer(&t->n, in, out, e);
-    if (st) return st;
-    size_t bytes = (size_t)bd_numel(out) * bd_dtype_size(out->dtype);
-    out->data = malloc(bytes ? bytes : 1);
-    memset(out->data, 0xff, bytes);
-    bd_kernel k = {.node = &t->n, .in = in, .n_in = t->n.n_in, .out = out, .n_out = 1,
-                   .threads = 1, .err = e};
-    return bd_cpu_run(&k);
-}
-
-static void done(tnode *t, bd_tensor *out)
-{
-    bd_free(t->n.params);
-    t->n.params = NULL;
-    free(out->data);
-    out->data = NULL;
-}
-
-static float *randn(int64_t n, unsigned *seed)
-{
-    float *p = malloc((size_t)(n ? n : 1) * sizeof *p);
-    for (int64_t i = 0; i < n; i++) {
-        *seed = *seed * 1103515245u + 12345u;
-        p[i] = (float)((*seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
-    return p;
-}
+#include "optest.h"
 
 /* ---- tests -------------------------------------------------------------------- */
 
@@ -97,23 +19,23 @@ static void test_gemm_by_hand(void)
     bd_tensor in[3] = {tensor(1, 2, ad, a), tensor(1, 2, bd, b), tensor(1, 1, cd, c)}, out = {0};
     bd_err e = {0};
     tnode t;
-    tnode_init(&t, BD_OP_Gemm, 3);
+    tnode_init(&t, BD_OP_Gemm, 17, 3, 1);
     attr_float(&t, "alpha", 2.0f);
     attr_float(&t, "beta", 0.5f);
-    CHECK_EQ_INT(run(&t, in, &out, &e), BRAID_OK);
+    CHECK_EQ_INT(run(&t.n, in, &out, &e), BRAID_OK);
     CHECK_EQ_INT(out.rank, 2);
     CHECK_EQ_INT(out.dims[0], 2);
     CHECK_EQ_INT(out.dims[1], 2);
     const float want[4] = {13, 20, 25, 32};
     for (int i = 0; i < 4; i++) CHECK_NEAR(((float *)out.data)[i], want[i], 1e-6, 0);
-    done(&t, &out);
+    done(&t.n, &out);
 
     /* No C: Y = AB. */
-    tnode_init(&t, BD_OP_Gemm, 2);
-    CHECK_EQ_INT(run(&t, in, &out, &e), BRAID_OK);
+    tnode_init(&t, BD_OP_Gemm, 17, 2, 1);
+    CHECK_EQ_INT(run(&t.n, in, &out, &e), BRAID_OK);
     const float want2[4] = {4, 5, 10, 11};
     for (int i = 0; i < 4; i++) CHECK_NEAR(((float *)out.data)[i], want2[i], 1e-6, 0);
-    done(&t, &out);
+    done(&t.n, &out);
 }
 
 /* transA, transB and each shape of C against a naive loop. */
@@ -134,11 +56,11 @@ static void test_gemm_transposes(void)
                           out = {0};
                 bd_err e = {0};
                 tnode t;
-                tnode_init(&t, BD_OP_Gemm, 3);
+                tnode_init(&t, BD_OP_Gemm, 17, 3, 1);
                 attr_int(&t, "transA", ta);
                 attr_int(&t, "transB", tb);
                 attr_float(&t, "beta", 0.25f);
-                CHECK_EQ_INT(run(&t, in, &out, &e), BRAID_OK);
+                CHECK_EQ_INT(run(&t.n, in, &out, &e), BRAID_OK);
                 int bad = 0;
                 for (int64_t i = 0; i < m; i++)
                     for (int64_t j = 0; j < n; j++) {
@@ -152,7 +74,7 @@ static void test_gemm_transposes(void)
                     }
                 if (bad) fprintf(stderr, "transA %d transB %d C rank %d: %d values differ\n", ta, tb, crank, bad);
                 CHECK_EQ_INT(bad, 0);
-                done(&t, &out);
+                done(&t.n, &out);
                 free(a), free(b), free(c);
             }
 }
@@ -182,8 +104,8 @@ static void test_matmul_shapes(void)
         in[0].data = a, in[1].data = b;
         bd_err e = {0};
         tnode t;
-        tnode_init(&t, BD_OP_MatMul, 2);
-        CHECK_EQ_INT(run(&t, in, &out, &e), BRAID_OK);
+        tnode_init(&t, BD_OP_MatMul, 17, 2, 1);
+        CHECK_EQ_INT(run(&t.n, in, &out, &e), BRAID_OK);
         CHECK_EQ_INT(out.rank, c->ry);
         for (int i = 0; i < c->ry; i++) CHECK_EQ_INT(out.dims[i], c->y[i]);
         /* Naive: promote to rank 4 (batch0, batch1, M, K) x (batch0, batch1, K, N). */
@@ -208,7 +130,7 @@ static void test_matmul_shapes(void)
             }
         if (bad) fprintf(stderr, "MatMul case %zu: %d values differ\n", ci, bad);
         CHECK_EQ_INT(bad, 0);
-        done(&t, &out);
+        done(&t.n, &out);
         free(a), free(b);
     }
 }
@@ -225,16 +147,16 @@ static void test_matmul_int(void)
     bd_tensor out = {0};
     bd_err e = {0};
     tnode t;
-    tnode_init(&t, BD_OP_MatMul, 2);
-    CHECK_EQ_INT(run(&t, in64, &out, &e), BRAID_OK);
+    tnode_init(&t, BD_OP_MatMul, 17, 2, 1);
+    CHECK_EQ_INT(run(&t.n, in64, &out, &e), BRAID_OK);
     CHECK_EQ_INT(out.dtype, BRAID_DTYPE_INT64);
     for (int i = 0; i < 4; i++) CHECK_EQ_INT(((int64_t *)out.data)[i], want[i]);
-    done(&t, &out);
-    tnode_init(&t, BD_OP_MatMul, 2);
-    CHECK_EQ_INT(run(&t, in32, &out, &e), BRAID_OK);
+    done(&t.n, &out);
+    tnode_init(&t, BD_OP_MatMul, 17, 2, 1);
+    CHECK_EQ_INT(run(&t.n, in32, &out, &e), BRAID_OK);
     CHECK_EQ_INT(out.dtype, BRAID_DTYPE_INT32);
     for (int i = 0; i < 4; i++) CHECK_EQ_INT(((int32_t *)out.data)[i], want[i]);
-    done(&t, &out);
+    done(&t.n, &out);
 }
 
 static void test_errors(void)
@@ -245,7 +167,7 @@ static void test_errors(void)
     int64_t d23[2] = {2, 3}, d42[2] = {4, 2}, d32[2] = {3, 2}, d22[2] = {2, 2};
 
     /* Gemm: 3 columns against 4 rows. */
-    tnode_init(&t, BD_OP_Gemm, 2);
+    tnode_init(&t, BD_OP_Gemm, 17, 2, 1);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
     bd_tensor in1[2] = {tensor(1, 2, d23, NULL), tensor(1, 2, d42, NULL)};
     CHECK_EQ_INT(bd_op_infer(&t.n, in1, &out, &e), BRAID_ERR_SHAPE);
@@ -253,7 +175,7 @@ static void test_errors(void)
     bd_free(t.n.params);
 
     /* Gemm: C (3, 2) does not broadcast to (2, 2). */
-    tnode_init(&t, BD_OP_Gemm, 3);
+    tnode_init(&t, BD_OP_Gemm, 17, 3, 1);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
     bd_tensor in2[3] = {tensor(1, 2, d22, NULL), tensor(1, 2, d22, NULL), tensor(1, 2, d32, NULL)};
     CHECK_EQ_INT(bd_op_infer(&t.n, in2, &out, &e), BRAID_ERR_SHAPE);
@@ -261,7 +183,7 @@ static void test_errors(void)
     bd_free(t.n.params);
 
     /* Gemm runs float32 only (another type is UNSUPPORTED). */
-    tnode_init(&t, BD_OP_Gemm, 2);
+    tnode_init(&t, BD_OP_Gemm, 17, 2, 1);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
     bd_tensor in3[2] = {tensor(BRAID_DTYPE_INT32, 2, d22, NULL), tensor(BRAID_DTYPE_INT32, 2, d22, NULL)};
     CHECK_EQ_INT(bd_op_infer(&t.n, in3, &out, &e), BRAID_ERR_UNSUPPORTED);
@@ -270,7 +192,7 @@ static void test_errors(void)
 
     /* MatMul: batch dims 2 and 3 do not broadcast. */
     int64_t a[3] = {2, 3, 4}, b[3] = {3, 4, 5};
-    tnode_init(&t, BD_OP_MatMul, 2);
+    tnode_init(&t, BD_OP_MatMul, 17, 2, 1);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
     bd_tensor in4[2] = {tensor(1, 3, a, NULL), tensor(1, 3, b, NULL)};
     CHECK_EQ_INT(bd_op_infer(&t.n, in4, &out, &e), BRAID_ERR_SHAPE);

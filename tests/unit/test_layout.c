@@ -7,12 +7,6 @@
 
 #include <stdlib.h>
 
-static bd_node mk(int op, int opset, int n_in, int n_out, bd_attr *attrs, int n_attrs)
-{
-    bd_node n = {.name = "t", .op_type = (char *)bd_op_table[op].name, .domain = "", .op = op,
-                 .opset = opset, .n_in = n_in, .n_out = n_out, .n_attrs = n_attrs, .attrs = attrs};
-    return n;
-}
 
 
 static void test_slice(void)
@@ -29,7 +23,7 @@ static void test_slice(void)
             steps[] = {-2, 1};
     bd_tensor in[5] = {{.dtype = BRAID_DTYPE_FLOAT, .rank = 3, .dims = {3, 4, 5}, .data = x},
                        ints1(starts, 2), ints1(ends, 2), ints1(axes, 2), ints1(steps, 2)};
-    bd_node n = mk(BD_OP_Slice, 13, 5, 1, NULL, 0);
+    bd_node n = op_node(BD_OP_Slice, 13, 5, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].rank, 3);
     CHECK_EQ_INT(out[0].dims[0], 2);
@@ -50,7 +44,7 @@ static void test_slice(void)
     int64_t s2[] = {-1}, e2[] = {-4}, a2[] = {1}, st2[] = {-1};
     bd_tensor in2[5] = {{.dtype = BRAID_DTYPE_INT8, .rank = 2, .dims = {3, 4}, .data = xb},
                         ints1(s2, 1), ints1(e2, 1), ints1(a2, 1), ints1(st2, 1)};
-    n = mk(BD_OP_Slice, 13, 5, 1, NULL, 0);
+    n = op_node(BD_OP_Slice, 13, 5, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in2, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].dims[1], 3);
     ok = 1;
@@ -62,7 +56,7 @@ static void test_slice(void)
     /* an empty slice: start past the end */
     int64_t s3[] = {10}, e3[] = {20};
     bd_tensor in3[3] = {in2[0], ints1(s3, 1), ints1(e3, 1)};
-    n = mk(BD_OP_Slice, 13, 3, 1, NULL, 0);
+    n = op_node(BD_OP_Slice, 13, 3, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in3, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].dims[0], 0);
     done(&n, out);
@@ -70,7 +64,7 @@ static void test_slice(void)
     /* step 0 is refused */
     int64_t z[] = {0};
     in2[4] = ints1(z, 1);
-    n = mk(BD_OP_Slice, 13, 5, 1, NULL, 0);
+    n = op_node(BD_OP_Slice, 13, 5, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in2, out, &e), BRAID_ERR_INVALID_MODEL);
     done(&n, out);
 }
@@ -86,7 +80,7 @@ static void test_gather(void)
     bd_attr ax = {.name = "axis", .type = BD_ATTR_INT, .i = 1};
     bd_tensor in[2] = {{.dtype = BRAID_DTYPE_INT64, .rank = 2, .dims = {3, 4}, .data = x},
                        {.dtype = BRAID_DTYPE_INT32, .rank = 1, .dims = {4}, .data = idx}};
-    bd_node n = mk(BD_OP_Gather, 13, 2, 1, &ax, 1);
+    bd_node n = op_node(BD_OP_Gather, 13, 2, 1, &ax, 1);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     int want_col[] = {3, 0, 0, 2};
     int ok = 1;
@@ -98,7 +92,7 @@ static void test_gather(void)
     /* axis 0 with 2-D int64 indices (-1, 1; 0, -3) -> 2x2x4 */
     int64_t idx2[] = {-1, 1, 0, -3};
     bd_tensor in2[2] = {in[0], {.dtype = BRAID_DTYPE_INT64, .rank = 2, .dims = {2, 2}, .data = idx2}};
-    n = mk(BD_OP_Gather, 13, 2, 1, NULL, 0);
+    n = op_node(BD_OP_Gather, 13, 2, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in2, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].rank, 3);
     int rows[] = {2, 1, 0, 0};
@@ -111,7 +105,7 @@ static void test_gather(void)
     /* an index out of range is an error at run time */
     int64_t idx3[] = {3};
     bd_tensor in3[2] = {in[0], ints1(idx3, 1)};
-    n = mk(BD_OP_Gather, 13, 2, 1, NULL, 0);
+    n = op_node(BD_OP_Gather, 13, 2, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in3, out, &e), BRAID_ERR_INVALID_ARGUMENT);
     CHECK_CONTAINS(e.msg, "index 3 is out of range");
     done(&n, out);
@@ -131,7 +125,7 @@ static void test_pad(void)
     int64_t pads[] = {1, 2, 0, 1};
     bd_tensor in[4] = {{.dtype = BRAID_DTYPE_INT32, .rank = 2, .dims = {2, 3}, .data = x},
                        ints1(pads, 4)};
-    bd_node n = mk(BD_OP_Pad, 13, 2, 1, &mode, 1);
+    bd_node n = op_node(BD_OP_Pad, 13, 2, 1, &mode, 1);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].dims[0], 3);
     CHECK_EQ_INT(out[0].dims[1], 6);
@@ -145,7 +139,7 @@ static void test_pad(void)
     int32_t want2[] = {9, 1, 2, 9, 4, 5};
     bd_tensor in2[4] = {in[0], ints1(p2, 2),
                         {.dtype = BRAID_DTYPE_INT32, .rank = 0, .data = &nine}, ints1(ax2, 1)};
-    n = mk(BD_OP_Pad, 18, 4, 1, NULL, 0);
+    n = op_node(BD_OP_Pad, 18, 4, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in2, out, &e), BRAID_OK);
     CHECK(memcmp(out[0].data, want2, sizeof want2) == 0);
     done(&n, out);
@@ -155,7 +149,7 @@ static void test_pad(void)
     bd_attr at3[] = {{.name = "mode", .type = BD_ATTR_STRING, .s = "edge"},
                      {.name = "pads", .type = BD_ATTR_INTS, .n = 4, .ints = p3}};
     int32_t want3[] = {1, 1, 2, 3, 4, 4, 5, 6, 4, 4, 5, 6};
-    n = mk(BD_OP_Pad, 2, 1, 1, at3, 2);
+    n = op_node(BD_OP_Pad, 2, 1, 1, at3, 2);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     CHECK(memcmp(out[0].data, want3, sizeof want3) == 0);
     done(&n, out);
@@ -173,7 +167,7 @@ static void test_pad(void)
         bd_tensor in_[1] = {{.dtype = DT, .rank = 4, .dims = {N, C, H, W}, .data = x_}};           \
         bd_tensor out_[1] = {0};                                                                   \
         bd_err e_ = {0};                                                                           \
-        bd_node n_ = mk(BD_OP_Transpose, 13, 1, 1, &p_, 1);                                        \
+        bd_node n_ = op_node(BD_OP_Transpose, 13, 1, 1, &p_, 1);                                        \
         CHECK_EQ_INT(run(&n_, in_, out_, &e_), BRAID_OK);                                          \
         CHECK_EQ_INT(out_[0].dims[1], H);                                                          \
         CHECK_EQ_INT(out_[0].dims[3], C);                                                          \
@@ -205,7 +199,7 @@ static void test_transpose(void)
     bd_tensor in[1] = {{.dtype = BRAID_DTYPE_FLOAT, .rank = 4, .dims = {1, 3, 2, 2}, .data = x}};
     bd_tensor out[1] = {0};
     bd_err e = {0};
-    bd_node n = mk(BD_OP_Transpose, 13, 1, 1, &p, 1);
+    bd_node n = op_node(BD_OP_Transpose, 13, 1, 1, &p, 1);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     CHECK(memcmp(out[0].data, want, sizeof want) == 0);
     done(&n, out);
@@ -213,7 +207,7 @@ static void test_transpose(void)
     /* default perm reverses: 2x3 -> 3x2 */
     int16_t m[] = {1, 2, 3, 4, 5, 6}, mt[] = {1, 4, 2, 5, 3, 6};
     in[0] = (bd_tensor){.dtype = BRAID_DTYPE_FLOAT16, .rank = 2, .dims = {2, 3}, .data = m};
-    n = mk(BD_OP_Transpose, 13, 1, 1, NULL, 0);
+    n = op_node(BD_OP_Transpose, 13, 1, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].dims[0], 3);
     CHECK(memcmp(out[0].data, mt, sizeof mt) == 0);
@@ -228,7 +222,7 @@ static void test_concat_split(void)
     bd_attr ax = {.name = "axis", .type = BD_ATTR_INT, .i = -1};
     bd_tensor in[2] = {{.dtype = BRAID_DTYPE_UINT16, .rank = 2, .dims = {2, 2}, .data = a},
                        {.dtype = BRAID_DTYPE_UINT16, .rank = 2, .dims = {2, 1}, .data = b}};
-    bd_node n = mk(BD_OP_Concat, 13, 2, 1, &ax, 1);
+    bd_node n = op_node(BD_OP_Concat, 13, 2, 1, &ax, 1);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     uint16_t want[] = {1, 2, 5, 3, 4, 6};
     CHECK_EQ_INT(out[0].dims[1], 3);
@@ -239,7 +233,7 @@ static void test_concat_split(void)
     float x[7] = {0, 1, 2, 3, 4, 5, 6};
     bd_attr no = {.name = "num_outputs", .type = BD_ATTR_INT, .i = 3};
     bd_tensor sx[2] = {{.dtype = BRAID_DTYPE_FLOAT, .rank = 1, .dims = {7}, .data = x}};
-    n = mk(BD_OP_Split, 18, 1, 3, &no, 1);
+    n = op_node(BD_OP_Split, 18, 1, 3, &no, 1);
     CHECK_EQ_INT(run(&n, sx, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].dims[0], 3);
     CHECK_EQ_INT(out[1].dims[0], 3);
@@ -251,14 +245,14 @@ static void test_concat_split(void)
     /* Split opset 13 with sizes (2, 5) */
     int64_t sizes[] = {2, 5};
     sx[1] = ints1(sizes, 2);
-    n = mk(BD_OP_Split, 13, 2, 2, NULL, 0);
+    n = op_node(BD_OP_Split, 13, 2, 2, NULL, 0);
     CHECK_EQ_INT(run(&n, sx, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[1].dims[0], 5);
     CHECK_EQ_INT(((float *)out[1].data)[4], 6);
     done(&n, out);
 
     /* equal split that does not divide */
-    n = mk(BD_OP_Split, 13, 1, 2, NULL, 0);
+    n = op_node(BD_OP_Split, 13, 1, 2, NULL, 0);
     CHECK_EQ_INT(run(&n, sx, out, &e), BRAID_ERR_SHAPE);
     done(&n, out);
 }
@@ -272,7 +266,7 @@ static void test_expand_tile(void)
     int64_t shp[] = {2, 1, 4};
     bd_tensor in[2] = {{.dtype = BRAID_DTYPE_DOUBLE, .rank = 2, .dims = {3, 1}, .data = x},
                        ints1(shp, 3)};
-    bd_node n = mk(BD_OP_Expand, 13, 2, 1, NULL, 0);
+    bd_node n = op_node(BD_OP_Expand, 13, 2, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].rank, 3);
     CHECK_EQ_INT(out[0].dims[1], 3);
@@ -286,7 +280,7 @@ static void test_expand_tile(void)
     int64_t rep[] = {2, 3};
     bd_tensor tin[2] = {{.dtype = BRAID_DTYPE_BOOL, .rank = 2, .dims = {2, 2}, .data = t},
                         ints1(rep, 2)};
-    n = mk(BD_OP_Tile, 13, 2, 1, NULL, 0);
+    n = op_node(BD_OP_Tile, 13, 2, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, tin, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].dims[0], 4);
     CHECK_EQ_INT(out[0].dims[1], 6);

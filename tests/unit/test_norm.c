@@ -6,80 +6,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
-
-/* ---- a node built by hand ---------------------------------------------------- */
-typedef struct tnode {
-    bd_node n;
-    int in[5], out[3];
-    bd_attr attrs[4];
-} tnode;
-
-static void tnode_init(tnode *t, int op, int n_in, int n_out)
-{
-    memset(t, 0, sizeof *t);
-    t->n.name = "n";
-    t->n.op = op;
-    t->n.op_type = (char *)bd_op_table[op].name;
-    t->n.domain = "";
-    t->n.opset = 17;
-    t->n.n_in = n_in;
-    t->n.n_out = n_out;
-    t->n.in = t->in;
-    t->n.out = t->out;
-    t->n.attrs = t->attrs;
-    for (int i = 0; i < 5; i++) t->in[i] = i;
-    for (int i = 0; i < 3; i++) t->out[i] = 5 + i;
-}
-
-static void attr_int(tnode *t, const char *name, int64_t v)
-{
-    bd_attr *a = &t->attrs[t->n.n_attrs++];
-    a->name = (char *)name;
-    a->type = BD_ATTR_INT;
-    a->i = v;
-}
-
-static void attr_float(tnode *t, const char *name, float v)
-{
-    bd_attr *a = &t->attrs[t->n.n_attrs++];
-    a->name = (char *)name;
-    a->type = BD_ATTR_FLOAT;
-    a->f = v;
-}
-
-static bd_tensor tensor(int rank, const int64_t *dims, float *data)
-{
-    bd_tensor t = {.dtype = BRAID_DTYPE_FLOAT, .rank = rank, .data = data};
-    memcpy(t.dims, dims, (size_t)rank * sizeof *dims);
-    return t;
-}
-
-/* Parses, infers and runs; each output's data is malloc'ed and NaN-filled
- * first, so that a forgotten element shows. */
-static braid_status run(tnode *t, bd_tensor *in, bd_tensor *out, bd_err *e)
-{
-    braid_status st = bd_op_parse(&t->n, e);
-    if (!st) st = bd_op_infer(&t->n, in, out, e);
-    if (st) return st;
-    for (int o = 0; o < t->n.n_out; o++) {
-        int64_t n = bd_numel(&out[o]);
-        out[o].data = malloc((size_t)(n ? n : 1) * sizeof(float));
-        for (int64_t i = 0; i < n; i++) ((float *)out[o].data)[i] = NAN;
-    }
-    bd_kernel k = {.node = &t->n, .in = in, .n_in = t->n.n_in, .out = out, .n_out = t->n.n_out,
-                   .threads = 1, .err = e};
-    return bd_cpu_run(&k);
-}
-
-static void done(tnode *t, bd_tensor *out)
-{
-    bd_free(t->n.params);
-    t->n.params = NULL;
-    for (int o = 0; o < t->n.n_out; o++) {
-        free(out[o].data);
-        out[o].data = NULL;
-    }
-}
+#include "optest.h"
 
 /* ---- tests -------------------------------------------------------------------- */
 
@@ -91,18 +18,18 @@ static void test_batchnorm_by_hand(void)
     float x[4] = {1, 2, 3, 4}, scale[2] = {1, 2}, b[2] = {0, 1}, mean[2] = {1.5f, 3.5f};
     float var[2] = {0.25f, 0.25f};
     int64_t xd[4] = {1, 2, 1, 2}, cd[1] = {2};
-    bd_tensor in[5] = {tensor(4, xd, x), tensor(1, cd, scale), tensor(1, cd, b),
-                       tensor(1, cd, mean), tensor(1, cd, var)};
+    bd_tensor in[5] = {tensor(F32, 4, xd, x), tensor(F32, 1, cd, scale), tensor(F32, 1, cd, b),
+                       tensor(F32, 1, cd, mean), tensor(F32, 1, cd, var)};
     bd_tensor out[3] = {{0}};
     bd_err e = {0};
     tnode t;
-    tnode_init(&t, BD_OP_BatchNormalization, 5, 1);
+    tnode_init(&t, BD_OP_BatchNormalization, 17, 5, 1);
     attr_float(&t, "epsilon", 0.0f);
-    CHECK_EQ_INT(run(&t, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_OK);
     CHECK(bd_shape_equal(&out[0], &in[0]));
     const float want[4] = {-1, 1, -1, 3};
     for (int i = 0; i < 4; i++) CHECK_NEAR(((float *)out[0].data)[i], want[i], 1e-6, 0);
-    done(&t, out);
+    done(&t.n, out);
 }
 
 /* Rows [1, 2, 3, 4] (mean 2.5, variance 1.25) and [2, 2, 2, 2] (mean 2,
@@ -112,12 +39,12 @@ static void test_layernorm_by_hand(void)
 {
     float x[8] = {1, 2, 3, 4, 2, 2, 2, 2}, scale[4] = {1, 1, 2, 2}, b[4] = {0, 0, 0, 1};
     int64_t xd[2] = {2, 4}, sd[1] = {4};
-    bd_tensor in[3] = {tensor(2, xd, x), tensor(1, sd, scale), tensor(1, sd, b)};
+    bd_tensor in[3] = {tensor(F32, 2, xd, x), tensor(F32, 1, sd, scale), tensor(F32, 1, sd, b)};
     bd_tensor out[3] = {{0}};
     bd_err e = {0};
     tnode t;
-    tnode_init(&t, BD_OP_LayerNormalization, 3, 3);
-    CHECK_EQ_INT(run(&t, in, out, &e), BRAID_OK);
+    tnode_init(&t, BD_OP_LayerNormalization, 17, 3, 3);
+    CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_OK);
     double inv = 1.0 / sqrt(1.25 + 1e-5);
     for (int j = 0; j < 4; j++) {
         CHECK_NEAR(((float *)out[0].data)[j], (x[j] - 2.5) * inv * scale[j] + b[j], 1e-6, 1e-6);
@@ -131,7 +58,7 @@ static void test_layernorm_by_hand(void)
     CHECK_NEAR(((float *)out[1].data)[1], 2.0, 1e-6, 0);
     CHECK_NEAR(((float *)out[2].data)[0], inv, 1e-6, 1e-6);
     CHECK_NEAR(((float *)out[2].data)[1], 1.0 / sqrt(1e-5), 1e-3, 1e-6);
-    done(&t, out);
+    done(&t.n, out);
 }
 
 /* axis 1 of (2, 3, 4): each of the 2 rows normalizes 12 values; Scale (3, 1)
@@ -141,14 +68,14 @@ static void test_layernorm_axis_broadcast(void)
     float x[24], scale[3] = {0.5f, 1.0f, -2.0f}, b[4] = {1, 2, 3, 4};
     for (int i = 0; i < 24; i++) x[i] = (float)((i * 7) % 11) - 3.0f;
     int64_t xd[3] = {2, 3, 4}, sd[2] = {3, 1}, bd[1] = {4};
-    bd_tensor in[3] = {tensor(3, xd, x), tensor(2, sd, scale), tensor(1, bd, b)};
+    bd_tensor in[3] = {tensor(F32, 3, xd, x), tensor(F32, 2, sd, scale), tensor(F32, 1, bd, b)};
     bd_tensor out[3] = {{0}};
     bd_err e = {0};
     tnode t;
-    tnode_init(&t, BD_OP_LayerNormalization, 3, 1);
+    tnode_init(&t, BD_OP_LayerNormalization, 17, 3, 1);
     attr_int(&t, "axis", 1);
     attr_float(&t, "epsilon", 1e-3f);
-    CHECK_EQ_INT(run(&t, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_OK);
     for (int r = 0; r < 2; r++) {
         double mean = 0, var = 0;
         for (int j = 0; j < 12; j++) mean += x[r * 12 + j] / 12.0;
@@ -158,7 +85,7 @@ static void test_layernorm_axis_broadcast(void)
             CHECK_NEAR(((float *)out[0].data)[r * 12 + j], want, 1e-5, 1e-5);
         }
     }
-    done(&t, out);
+    done(&t.n, out);
 }
 
 static void test_errors(void)
@@ -168,22 +95,22 @@ static void test_errors(void)
     tnode t;
 
     /* Training mode, asked for by the attribute or by the running-statistics outputs. */
-    tnode_init(&t, BD_OP_BatchNormalization, 5, 1);
+    tnode_init(&t, BD_OP_BatchNormalization, 17, 5, 1);
     attr_int(&t, "training_mode", 1);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_ERR_UNSUPPORTED);
     CHECK_CONTAINS(e.msg, "inference only");
     CHECK(t.n.params == NULL);
-    tnode_init(&t, BD_OP_BatchNormalization, 5, 3);
+    tnode_init(&t, BD_OP_BatchNormalization, 17, 5, 3);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_ERR_UNSUPPORTED);
     CHECK_CONTAINS(e.msg, "2 running-statistics outputs");
-    tnode_init(&t, BD_OP_BatchNormalization, 5, 3);
+    tnode_init(&t, BD_OP_BatchNormalization, 17, 5, 3);
     t.out[1] = t.out[2] = -1; /* omitted outputs are fine */
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
 
     /* Per-channel inputs must have C values. */
     int64_t xd[4] = {1, 3, 2, 2}, cd[1] = {3}, bad[1] = {2};
-    bd_tensor in[5] = {tensor(4, xd, NULL), tensor(1, cd, NULL), tensor(1, cd, NULL),
-                       tensor(1, bad, NULL), tensor(1, cd, NULL)};
+    bd_tensor in[5] = {tensor(F32, 4, xd, NULL), tensor(F32, 1, cd, NULL), tensor(F32, 1, cd, NULL),
+                       tensor(F32, 1, bad, NULL), tensor(F32, 1, cd, NULL)};
     CHECK_EQ_INT(bd_op_infer(&t.n, in, out, &e), BRAID_ERR_SHAPE);
     CHECK_CONTAINS(e.msg, "input_mean has shape 2; expected (3)");
     in[3].dims[0] = 3;
@@ -197,8 +124,8 @@ static void test_errors(void)
 
     /* LayerNormalization: Scale that does not fit, axis out of range, ints. */
     int64_t ld[3] = {2, 3, 4}, sd[1] = {3};
-    bd_tensor lin[2] = {tensor(3, ld, NULL), tensor(1, sd, NULL)};
-    tnode_init(&t, BD_OP_LayerNormalization, 2, 1);
+    bd_tensor lin[2] = {tensor(F32, 3, ld, NULL), tensor(F32, 1, sd, NULL)};
+    tnode_init(&t, BD_OP_LayerNormalization, 17, 2, 1);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
     CHECK_EQ_INT(bd_op_infer(&t.n, lin, out, &e), BRAID_ERR_SHAPE);
     CHECK_CONTAINS(e.msg, "Scale has shape 3");
@@ -212,7 +139,7 @@ static void test_errors(void)
     lin[1].dtype = BRAID_DTYPE_FLOAT;
     bd_free(t.n.params);
     lin[0].dtype = BRAID_DTYPE_FLOAT;
-    tnode_init(&t, BD_OP_LayerNormalization, 2, 1);
+    tnode_init(&t, BD_OP_LayerNormalization, 17, 2, 1);
     attr_int(&t, "axis", 3);
     CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
     CHECK_EQ_INT(bd_op_infer(&t.n, lin, out, &e), BRAID_ERR_INVALID_MODEL);

@@ -8,12 +8,6 @@
 #include <stdlib.h>
 
 /* A node of op with the given attributes (not owned). */
-static bd_node mk(int op, int opset, int n_in, int n_out, bd_attr *attrs, int n_attrs)
-{
-    bd_node n = {.name = "t", .op_type = (char *)bd_op_table[op].name, .domain = "", .op = op,
-                 .opset = opset, .n_in = n_in, .n_out = n_out, .n_attrs = n_attrs, .attrs = attrs};
-    return n;
-}
 
 
 static void test_reshape(void)
@@ -26,7 +20,7 @@ static void test_reshape(void)
     bd_tensor in[2] = {{.dtype = BRAID_DTYPE_FLOAT, .rank = 3, .dims = {2, 3, 4}, .data = x},
                        ints1(shp, 3)};
     bd_tensor out[1] = {0};
-    bd_node n = mk(BD_OP_Reshape, 14, 2, 1, NULL, 0);
+    bd_node n = op_node(BD_OP_Reshape, 14, 2, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].rank, 3);
     CHECK_EQ_INT(out[0].dims[0], 2);
@@ -40,7 +34,7 @@ static void test_reshape(void)
     int64_t shp0[] = {3, 4, 0};
     bd_tensor in0[2] = {{.dtype = BRAID_DTYPE_FLOAT, .rank = 3, .dims = {0, 3, 4}, .data = x},
                         ints1(shp0, 3)};
-    n = mk(BD_OP_Reshape, 14, 2, 1, &az, 1);
+    n = op_node(BD_OP_Reshape, 14, 2, 1, &az, 1);
     CHECK_EQ_INT(run(&n, in0, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].dims[2], 0);
     done(&n, out);
@@ -48,7 +42,7 @@ static void test_reshape(void)
     /* 24 elements cannot become 5x5: SHAPE, naming both shapes */
     int64_t bad[] = {5, 5};
     in[1] = ints1(bad, 2);
-    n = mk(BD_OP_Reshape, 14, 2, 1, NULL, 0);
+    n = op_node(BD_OP_Reshape, 14, 2, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_SHAPE);
     CHECK_CONTAINS(e.msg, "2x3x4");
     CHECK_CONTAINS(e.msg, "[5, 5]");
@@ -58,7 +52,7 @@ static void test_reshape(void)
     /* -1 that does not divide: 24 into (5, -1) */
     int64_t bad2[] = {5, -1};
     in[1] = ints1(bad2, 2);
-    n = mk(BD_OP_Reshape, 14, 2, 1, NULL, 0);
+    n = op_node(BD_OP_Reshape, 14, 2, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_SHAPE);
     CHECK_CONTAINS(e.msg, "[5, -1]");
     done(&n, out);
@@ -66,14 +60,14 @@ static void test_reshape(void)
     /* two -1 */
     int64_t bad3[] = {-1, -1};
     in[1] = ints1(bad3, 2);
-    n = mk(BD_OP_Reshape, 14, 2, 1, NULL, 0);
+    n = op_node(BD_OP_Reshape, 14, 2, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_INVALID_MODEL);
     done(&n, out);
 
     /* a shape not known when the plan is made: UNSUPPORTED */
     in[1] = ints1(shp, 3);
     in[1].data = NULL;
-    n = mk(BD_OP_Reshape, 14, 2, 1, NULL, 0);
+    n = op_node(BD_OP_Reshape, 14, 2, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_UNSUPPORTED);
     CHECK_CONTAINS(e.msg, "'shape'");
     done(&n, out);
@@ -87,7 +81,7 @@ static void test_flatten_squeeze(void)
     bd_tensor out[1] = {0};
     bd_attr ax = {.name = "axis", .type = BD_ATTR_INT, .i = -2};
     bd_tensor in[2] = {{.dtype = BRAID_DTYPE_INT16, .rank = 4, .dims = {2, 1, 3, 4}, .data = x}};
-    bd_node n = mk(BD_OP_Flatten, 13, 1, 1, &ax, 1);
+    bd_node n = op_node(BD_OP_Flatten, 13, 1, 1, &ax, 1);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].rank, 2);
     CHECK_EQ_INT(out[0].dims[0], 2);
@@ -96,7 +90,7 @@ static void test_flatten_squeeze(void)
     done(&n, out);
 
     /* Squeeze with no axes removes every 1 */
-    n = mk(BD_OP_Squeeze, 13, 1, 1, NULL, 0);
+    n = op_node(BD_OP_Squeeze, 13, 1, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].rank, 3);
     CHECK_EQ_INT(out[0].dims[1], 3);
@@ -105,7 +99,7 @@ static void test_flatten_squeeze(void)
     /* Squeeze of an axis whose size is not 1 */
     int64_t axes[] = {2};
     in[1] = ints1(axes, 1);
-    n = mk(BD_OP_Squeeze, 13, 2, 1, NULL, 0);
+    n = op_node(BD_OP_Squeeze, 13, 2, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_SHAPE);
     done(&n, out);
 
@@ -113,7 +107,7 @@ static void test_flatten_squeeze(void)
      * 2x1x3x4 with axes (-1, 0) -> 1x2x1x3x4x1 */
     int64_t ua[] = {-1, 0};
     bd_attr uat = {.name = "axes", .type = BD_ATTR_INTS, .n = 2, .ints = ua};
-    n = mk(BD_OP_Unsqueeze, 11, 1, 1, &uat, 1);
+    n = op_node(BD_OP_Unsqueeze, 11, 1, 1, &uat, 1);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].rank, 6);
     int64_t want[] = {1, 2, 1, 3, 4, 1};
@@ -129,7 +123,7 @@ static void test_shape_dropout(void)
     /* Shape of 3x4x5 with start -2: (4, 5); data is never read */
     bd_attr st = {.name = "start", .type = BD_ATTR_INT, .i = -2};
     bd_tensor in[3] = {{.dtype = BRAID_DTYPE_FLOAT, .rank = 3, .dims = {3, 4, 5}, .data = NULL}};
-    bd_node n = mk(BD_OP_Shape, 15, 1, 1, &st, 1);
+    bd_node n = op_node(BD_OP_Shape, 15, 1, 1, &st, 1);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].dtype, BRAID_DTYPE_INT64);
     CHECK_EQ_INT(out[0].dims[0], 2);
@@ -140,7 +134,7 @@ static void test_shape_dropout(void)
     /* Dropout in inference: copy, mask all true */
     double x[6] = {1, -2, 3, -4, 5, -6};
     in[0] = (bd_tensor){.dtype = BRAID_DTYPE_DOUBLE, .rank = 2, .dims = {2, 3}, .data = x};
-    n = mk(BD_OP_Dropout, 13, 1, 2, NULL, 0);
+    n = op_node(BD_OP_Dropout, 13, 1, 2, NULL, 0);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     CHECK(memcmp(out[0].data, x, sizeof x) == 0);
     CHECK_EQ_INT(out[1].dtype, BRAID_DTYPE_BOOL);
@@ -152,7 +146,7 @@ static void test_shape_dropout(void)
     uint8_t yes = 1;
     in[1] = (bd_tensor){.dtype = BRAID_DTYPE_FLOAT, .rank = 0, .data = &ratio};
     in[2] = (bd_tensor){.dtype = BRAID_DTYPE_BOOL, .rank = 0, .data = &yes};
-    n = mk(BD_OP_Dropout, 13, 3, 2, NULL, 0);
+    n = op_node(BD_OP_Dropout, 13, 3, 2, NULL, 0);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_UNSUPPORTED);
     CHECK_CONTAINS(e.msg, "training_mode");
     done(&n, out);
@@ -165,7 +159,7 @@ static void test_generate(void)
     /* Constant value_ints */
     int64_t v[] = {7, -8, 9};
     bd_attr a = {.name = "value_ints", .type = BD_ATTR_INTS, .n = 3, .ints = v};
-    bd_node n = mk(BD_OP_Constant, 13, 0, 1, &a, 1);
+    bd_node n = op_node(BD_OP_Constant, 13, 0, 1, &a, 1);
     CHECK_EQ_INT(run(&n, NULL, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].dtype, BRAID_DTYPE_INT64);
     CHECK_EQ_INT(out[0].dims[0], 3);
@@ -176,7 +170,7 @@ static void test_generate(void)
     uint16_t tv[] = {1, 2, 65535, 4};
     bd_tensor t = {.dtype = BRAID_DTYPE_UINT16, .rank = 2, .dims = {2, 2}, .data = tv};
     bd_attr at = {.name = "value", .type = BD_ATTR_TENSOR, .t = &t};
-    n = mk(BD_OP_Constant, 13, 0, 1, &at, 1);
+    n = op_node(BD_OP_Constant, 13, 0, 1, &at, 1);
     CHECK_EQ_INT(run(&n, NULL, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].rank, 2);
     CHECK(memcmp(out[0].data, tv, sizeof tv) == 0);
@@ -188,7 +182,7 @@ static void test_generate(void)
     bd_attr af = {.name = "value", .type = BD_ATTR_TENSOR, .t = &ft};
     int64_t shp[] = {2, 3};
     bd_tensor in[3] = {ints1(shp, 2)};
-    n = mk(BD_OP_ConstantOfShape, 9, 1, 1, &af, 1);
+    n = op_node(BD_OP_ConstantOfShape, 9, 1, 1, &af, 1);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].dtype, BRAID_DTYPE_INT32);
     for (int i = 0; i < 6; i++) CHECK_EQ_INT(((int32_t *)out[0].data)[i], 5);
@@ -199,7 +193,7 @@ static void test_generate(void)
     in[0] = (bd_tensor){.dtype = BRAID_DTYPE_INT32, .rank = 0, .data = &s};
     in[1] = (bd_tensor){.dtype = BRAID_DTYPE_INT32, .rank = 0, .data = &l};
     in[2] = (bd_tensor){.dtype = BRAID_DTYPE_INT32, .rank = 0, .data = &d};
-    n = mk(BD_OP_Range, 11, 3, 1, NULL, 0);
+    n = op_node(BD_OP_Range, 11, 3, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].dims[0], 2);
     CHECK_EQ_INT(((int32_t *)out[0].data)[0], 10);
@@ -211,7 +205,7 @@ static void test_generate(void)
     in[0] = (bd_tensor){.dtype = BRAID_DTYPE_FLOAT, .rank = 0, .data = &fs};
     in[1] = (bd_tensor){.dtype = BRAID_DTYPE_FLOAT, .rank = 0, .data = &fl};
     in[2] = (bd_tensor){.dtype = BRAID_DTYPE_FLOAT, .rank = 0, .data = &fd};
-    n = mk(BD_OP_Range, 11, 3, 1, NULL, 0);
+    n = op_node(BD_OP_Range, 11, 3, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
     CHECK_EQ_INT(out[0].dims[0], 4);
     for (int i = 0; i < 4; i++) CHECK_NEAR(((float *)out[0].data)[i], 1 + 0.3 * i, 1e-6, 1e-6);
@@ -219,7 +213,7 @@ static void test_generate(void)
 
     /* limit not known when the plan is made */
     in[1].data = NULL;
-    n = mk(BD_OP_Range, 11, 3, 1, NULL, 0);
+    n = op_node(BD_OP_Range, 11, 3, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_UNSUPPORTED);
     CHECK_CONTAINS(e.msg, "'limit'");
     done(&n, out);

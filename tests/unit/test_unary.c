@@ -10,22 +10,8 @@
 #include <float.h>
 #include <stdlib.h>
 
-static bd_node mk(int op, int opset, int n_in, bd_attr *attrs, int n_attrs)
-{
-    bd_node n = {.name = "t", .op_type = (char *)bd_op_table[op].name, .domain = "", .op = op,
-                 .opset = opset, .n_in = n_in, .n_out = 1, .n_attrs = n_attrs, .attrs = attrs};
-    return n;
-}
 
-static bd_attr attr_f(const char *name, float v)
-{
-    return (bd_attr){.name = (char *)name, .type = BD_ATTR_FLOAT, .f = v};
-}
 
-static bd_attr attr_i(const char *name, int64_t v)
-{
-    return (bd_attr){.name = (char *)name, .type = BD_ATTR_INT, .i = v};
-}
 
 static const float xs[] = {-3.5f, -1, -0.25f, 0, 0.25f, 1, 2.5f, 7};
 #define NX 8
@@ -58,7 +44,7 @@ static void test_float_ops(void)
     bd_err e = {0};
     for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
         bd_attr alpha = attr_f("alpha", 0.1f);
-        bd_node n = mk(ops[o], 13, 1, &alpha, ops[o] == BD_OP_LeakyRelu);
+        bd_node n = op_node(ops[o], 13, 1, 1, &alpha, ops[o] == BD_OP_LeakyRelu);
         CHECK_EQ_INT(run(&n, &in, &out, &e), BRAID_OK);
         CHECK_EQ_INT(out.rank, 2);
         for (int i = 0; i < NX; i++) CHECK_NEAR(((float *)out.data)[i], ref(ops[o], xs[i]), 1e-7, 1e-6);
@@ -69,7 +55,7 @@ static void test_float_ops(void)
     bd_tensor pin = {F32, 1, {4}, p};
     const int pops[] = {BD_OP_Log, BD_OP_Sqrt, BD_OP_Reciprocal};
     for (int o = 0; o < 3; o++) {
-        bd_node n = mk(pops[o], 13, 1, NULL, 0);
+        bd_node n = op_node(pops[o], 13, 1, 1, NULL, 0);
         CHECK_EQ_INT(run(&n, &pin, &out, &e), BRAID_OK);
         for (int i = 0; i < 4; i++) {
             double want = o == 0 ? log(p[i]) : o == 1 ? sqrt(p[i]) : 1.0 / p[i];
@@ -80,7 +66,7 @@ static void test_float_ops(void)
     /* Sigmoid does not take int32 */
     int32_t iv[2] = {1, 2};
     bd_tensor iin = {BRAID_DTYPE_INT32, 1, {2}, iv};
-    bd_node n = mk(BD_OP_Sigmoid, 13, 1, NULL, 0);
+    bd_node n = op_node(BD_OP_Sigmoid, 13, 1, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, &iin, &out, &e), BRAID_ERR_DTYPE);
     CHECK_CONTAINS(e.msg, "int32");
     done(&n, &out);
@@ -95,14 +81,14 @@ static void test_int_ops(void)
     /* Neg and Abs wrap at INT32_MIN, as two's complement does. */
     const int32_t want[3][4] = {{0, 0, 7, 0}, {5, 0, -7, INT32_MIN}, {5, 0, 7, INT32_MIN}};
     for (int o = 0; o < 3; o++) {
-        bd_node n = mk(ops[o], 13, 1, NULL, 0);
+        bd_node n = op_node(ops[o], 13, 1, 1, NULL, 0);
         CHECK_EQ_INT(run(&n, &in, &out, &e), BRAID_OK);
         for (int i = 0; i < 4; i++) CHECK_EQ_INT(((int32_t *)out.data)[i], want[o][i]);
         done(&n, &out);
     }
     uint8_t b[] = {0, 1, 1, 0};
     bd_tensor bin = {BRAID_DTYPE_BOOL, 2, {2, 2}, b};
-    bd_node n = mk(BD_OP_Not, 1, 1, NULL, 0);
+    bd_node n = op_node(BD_OP_Not, 1, 1, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, &bin, &out, &e), BRAID_OK);
     CHECK_EQ_INT(out.dtype, BRAID_DTYPE_BOOL);
     for (int i = 0; i < 4; i++) CHECK_EQ_INT(((uint8_t *)out.data)[i], !b[i]);
@@ -115,28 +101,28 @@ static void test_clip(void)
     bd_err e = {0};
     /* opset 6: attributes; max omitted means no upper bound */
     bd_attr lo = attr_f("min", -1);
-    bd_node n = mk(BD_OP_Clip, 6, 1, &lo, 1);
+    bd_node n = op_node(BD_OP_Clip, 6, 1, 1, &lo, 1);
     CHECK_EQ_INT(run(&n, &x, &out, &e), BRAID_OK);
     for (int i = 0; i < NX; i++) CHECK_NEAR(((float *)out.data)[i], fmax(xs[i], -1), 0, 0);
     done(&n, &out);
     /* opset 13: min omitted (UNDEFINED), max = 1 */
     float mx = 1;
     bd_tensor in[3] = {x, {BRAID_DTYPE_UNDEFINED, -1, {0}, NULL}, {F32, 0, {0}, &mx}};
-    n = mk(BD_OP_Clip, 13, 3, NULL, 0);
+    n = op_node(BD_OP_Clip, 13, 3, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in, &out, &e), BRAID_OK);
     for (int i = 0; i < NX; i++) CHECK_NEAR(((float *)out.data)[i], fmin(xs[i], 1), 0, 0);
     done(&n, &out);
     /* min > max: every element becomes max */
     float mn = 2;
     bd_tensor in2[3] = {x, {F32, 0, {0}, &mn}, {F32, 0, {0}, &mx}};
-    n = mk(BD_OP_Clip, 13, 3, NULL, 0);
+    n = op_node(BD_OP_Clip, 13, 3, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in2, &out, &e), BRAID_OK);
     for (int i = 0; i < NX; i++) CHECK_NEAR(((float *)out.data)[i], 1, 0, 0);
     done(&n, &out);
     /* int8 with only min given */
     int8_t xi[] = {-128, -3, 0, 127}, mi = -2;
     bd_tensor in3[2] = {{BRAID_DTYPE_INT8, 1, {4}, xi}, {BRAID_DTYPE_INT8, 0, {0}, &mi}};
-    n = mk(BD_OP_Clip, 13, 2, NULL, 0);
+    n = op_node(BD_OP_Clip, 13, 2, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in3, &out, &e), BRAID_OK);
     const int8_t wi[] = {-2, -2, 0, 127};
     for (int i = 0; i < 4; i++) CHECK_EQ_INT(((int8_t *)out.data)[i], wi[i]);
@@ -144,14 +130,14 @@ static void test_clip(void)
     /* a bound of another dtype is refused, naming both */
     int64_t m64 = 0;
     bd_tensor in4[2] = {x, {BRAID_DTYPE_INT64, 0, {0}, &m64}};
-    n = mk(BD_OP_Clip, 13, 2, NULL, 0);
+    n = op_node(BD_OP_Clip, 13, 2, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, in4, &out, &e), BRAID_ERR_DTYPE);
     CHECK_CONTAINS(e.msg, "int64");
     CHECK_CONTAINS(e.msg, "float32");
     done(&n, &out);
     /* before opset 11 Clip is float only: its default bounds (FLT_MAX) have
      * no int32 value */
-    n = mk(BD_OP_Clip, 6, 1, &lo, 1);
+    n = op_node(BD_OP_Clip, 6, 1, 1, &lo, 1);
     int32_t x32[] = {1, 2};
     bd_tensor in5 = {BRAID_DTYPE_INT32, 1, {2}, x32};
     CHECK_EQ_INT(run(&n, &in5, &out, &e), BRAID_ERR_DTYPE);
@@ -167,14 +153,14 @@ static void test_cast(void)
     float f[] = {-1.7f, 1.7f, 2.5f, -0.0f, 0.25f, 100};
     bd_tensor fin = {F32, 1, {6}, f};
     bd_attr to = attr_i("to", BRAID_DTYPE_INT32);
-    bd_node n = mk(BD_OP_Cast, 13, 1, &to, 1);
+    bd_node n = op_node(BD_OP_Cast, 13, 1, 1, &to, 1);
     CHECK_EQ_INT(run(&n, &fin, &out, &e), BRAID_OK);
     CHECK_EQ_INT(out.dtype, BRAID_DTYPE_INT32);
     const int32_t wi[] = {-1, 1, 2, 0, 0, 100};
     for (int i = 0; i < 6; i++) CHECK_EQ_INT(((int32_t *)out.data)[i], wi[i]);
     done(&n, &out);
     to = attr_i("to", BRAID_DTYPE_BOOL);
-    n = mk(BD_OP_Cast, 13, 1, &to, 1);
+    n = op_node(BD_OP_Cast, 13, 1, 1, &to, 1);
     CHECK_EQ_INT(run(&n, &fin, &out, &e), BRAID_OK);
     const uint8_t wb[] = {1, 1, 1, 0, 1, 1};
     for (int i = 0; i < 6; i++) CHECK_EQ_INT(((uint8_t *)out.data)[i], wb[i]);
@@ -183,7 +169,7 @@ static void test_cast(void)
     int64_t l[] = {-3, (int64_t)1 << 53, 7};
     bd_tensor lin = {BRAID_DTYPE_INT64, 1, {3}, l};
     to = attr_i("to", BRAID_DTYPE_DOUBLE);
-    n = mk(BD_OP_Cast, 13, 1, &to, 1);
+    n = op_node(BD_OP_Cast, 13, 1, 1, &to, 1);
     CHECK_EQ_INT(run(&n, &lin, &out, &e), BRAID_OK);
     for (int i = 0; i < 3; i++) CHECK_NEAR(((double *)out.data)[i], (double)l[i], 0, 0);
     done(&n, &out);
@@ -193,13 +179,13 @@ static void test_cast(void)
     const uint16_t wh[] = {0x3c00, 0x3800, 0x7bff, 0x3c00, 0x0001, 0x7c00};
     bd_tensor hin = {F32, 1, {6}, h};
     to = attr_i("to", BRAID_DTYPE_FLOAT16);
-    n = mk(BD_OP_Cast, 13, 1, &to, 1);
+    n = op_node(BD_OP_Cast, 13, 1, 1, &to, 1);
     CHECK_EQ_INT(run(&n, &hin, &out, &e), BRAID_OK);
     for (int i = 0; i < 6; i++) CHECK_EQ_INT(((uint16_t *)out.data)[i], wh[i]);
     bd_tensor back_in = out;
     bd_tensor back = {0};
     to = attr_i("to", BRAID_DTYPE_FLOAT);
-    bd_node n2 = mk(BD_OP_Cast, 13, 1, &to, 1);
+    bd_node n2 = op_node(BD_OP_Cast, 13, 1, 1, &to, 1);
     CHECK_EQ_INT(run(&n2, &back_in, &back, &e), BRAID_OK);
     const float wf[] = {1, 0.5f, 65504, 1, 0x1p-24f, INFINITY};
     for (int i = 0; i < 6; i++) CHECK(((float *)back.data)[i] == wf[i]);
@@ -207,11 +193,11 @@ static void test_cast(void)
     done(&n, &out);
     /* to string: UNSUPPORTED at parse; no 'to': INVALID_MODEL */
     to = attr_i("to", BRAID_DTYPE_STRING);
-    n = mk(BD_OP_Cast, 13, 1, &to, 1);
+    n = op_node(BD_OP_Cast, 13, 1, 1, &to, 1);
     CHECK_EQ_INT(run(&n, &fin, &out, &e), BRAID_ERR_UNSUPPORTED);
     CHECK_CONTAINS(e.msg, "string");
     done(&n, &out);
-    n = mk(BD_OP_Cast, 13, 1, NULL, 0);
+    n = op_node(BD_OP_Cast, 13, 1, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, &fin, &out, &e), BRAID_ERR_INVALID_MODEL);
     CHECK_CONTAINS(e.msg, "'to'");
     done(&n, &out);
@@ -230,7 +216,7 @@ static void test_fast_math_accuracy(void)
     bd_err e = {0};
     const int ops[] = {BD_OP_Exp, BD_OP_Sigmoid, BD_OP_Tanh, BD_OP_Erf};
     for (int o = 0; o < 4; o++) {
-        bd_node n = mk(ops[o], 13, 1, NULL, 0);
+        bd_node n = op_node(ops[o], 13, 1, 1, NULL, 0);
         CHECK_EQ_INT(run(&n, &in, &out, &e), BRAID_OK);
         double worst = 0;
         for (int i = 0; i < N; i++) {
@@ -246,7 +232,7 @@ static void test_fast_math_accuracy(void)
         done(&n, &out);
         float sp[] = {INFINITY, -INFINITY, NAN, -0.0f, 100, -100};
         bd_tensor sin_ = {F32, 1, {6}, sp};
-        n = mk(ops[o], 13, 1, NULL, 0);
+        n = op_node(ops[o], 13, 1, 1, NULL, 0);
         CHECK_EQ_INT(run(&n, &sin_, &out, &e), BRAID_OK);
         const float *y = out.data;
         for (int i = 0; i < 6; i++) {
