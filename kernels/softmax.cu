@@ -73,19 +73,10 @@ __global__ void k_softmax_lines(const T *__restrict__ x, T *__restrict__ o, int6
 
 extern "C" braid_status bd_cuda_softmax(const bd_cuda_kernel *k)
 {
-    const bd_softmax_params *p = (const bd_softmax_params *)k->node->params;
     const bd_tensor *x = &k->in[0];
-    braid_status st;
-    int axis;
-    if (!p) return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "softmax parameters were not parsed");
-    if (p->flatten && p->axis == x->rank) axis = x->rank;
-    else if ((st = bd_axis(p->axis, x->rank, &axis, k->err))) return st;
-    int64_t outer = 1, n = 1, inner = 1;
-    for (int d = 0; d < x->rank; d++) {
-        if (d < axis) outer *= x->dims[d];
-        else if (d == axis || p->flatten) n *= x->dims[d];
-        else inner *= x->dims[d];
-    }
+    int64_t outer, n, inner;
+    braid_status st = bd_softmax_geometry(k->node, x, &outer, &n, &inner, k->err);
+    if (st) return st;
     if (outer * n * inner == 0) return BRAID_OK;
     int log_ = k->node->op == BD_OP_LogSoftmax;
     bool ok = bd_cu_dispatch_float(x->dtype, [&](auto tag) {

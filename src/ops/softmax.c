@@ -46,3 +46,21 @@ double bd_softmax_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *o
     (void)in;
     return 15.0 * (double)bd_numel(&out[0]); /* max, exp, sum, scale */
 }
+
+braid_status bd_softmax_geometry(const bd_node *node, const bd_tensor *x, int64_t *outer, int64_t *n,
+                                 int64_t *inner, bd_err *e)
+{
+    const bd_softmax_params *p = node->params;
+    braid_status st;
+    int axis;
+    if (!p) return BD_FAIL(e, BRAID_ERR_INTERNAL, "softmax parameters were not parsed");
+    if (p->flatten && p->axis == x->rank) axis = x->rank;
+    else if ((st = bd_axis(p->axis, x->rank, &axis, e))) return st;
+    *outer = *n = *inner = 1;
+    for (int d = 0; d < x->rank; d++) {
+        if (d < axis) *outer *= x->dims[d];
+        else if (d == axis || p->flatten) *n *= x->dims[d];
+        else *inner *= x->dims[d];
+    }
+    return BRAID_OK;
+}

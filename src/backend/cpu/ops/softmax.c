@@ -119,22 +119,13 @@ static void sm_range(void *vj, int64_t begin, int64_t end)
 
 braid_status bd_cpu_softmax(const bd_kernel *k)
 {
-    const bd_softmax_params *p = k->node->params;
     const bd_tensor *x = &k->in[0];
-    braid_status st;
-    int axis;
-    if (!p) return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "softmax parameters were not parsed");
     if (x->dtype != BRAID_DTYPE_FLOAT && x->dtype != BRAID_DTYPE_DOUBLE)
         return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "%s has no CPU kernel for dtype %s",
                        k->node->op_type, bd_dtype_name(x->dtype));
-    if (p->flatten && p->axis == x->rank) axis = x->rank;
-    else if ((st = bd_axis(p->axis, x->rank, &axis, k->err))) return st;
-    int64_t outer = 1, n = 1, inner = 1;
-    for (int d = 0; d < x->rank; d++) {
-        if (d < axis) outer *= x->dims[d];
-        else if (d == axis || p->flatten) n *= x->dims[d];
-        else inner *= x->dims[d];
-    }
+    int64_t outer, n, inner;
+    braid_status st = bd_softmax_geometry(k->node, x, &outer, &n, &inner, k->err);
+    if (st) return st;
     if (outer * n * inner == 0) return BRAID_OK;
     sm_job j = {x->dtype, k->node->op == BD_OP_LogSoftmax, x->data, k->out[0].data, n, inner, 0};
     bd_parallel_for(k->threads, outer, BD_MAX((int64_t)1, (1 << 15) / (n * inner)), sm_range, &j);
