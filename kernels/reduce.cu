@@ -201,11 +201,8 @@ static braid_status run_argmax(const bd_cuda_kernel *k, const bd_reduce_params *
     int axis;
     braid_status st = bd_axis(p->axes[0], x->rank, &axis, k->err);
     if (st) return st;
-    int64_t outer = 1, n = x->dims[axis], inner = 1;
-    for (int d = 0; d < x->rank; d++) {
-        if (d < axis) outer *= x->dims[d];
-        else if (d > axis) inner *= x->dims[d];
-    }
+    int64_t outer, n = x->dims[axis], inner;
+    bd_axis_split(x, axis, &outer, &inner);
     bool ok = red_dispatch(x->dtype, [&](auto tag) {
         typedef decltype(tag) T;
         if (n > 0 && outer * inner > 0)

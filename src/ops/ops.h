@@ -102,6 +102,15 @@ static inline braid_status bd_params_done(bd_node *n, void *p, braid_status st)
 }
 /* Normalizes a possibly negative axis against rank; fails with INVALID_MODEL. */
 braid_status bd_axis(int64_t axis, int rank, int *out, bd_err *e);
+/* x seen as (outer, dims[axis], inner) around axis (0 <= axis < rank). */
+static inline void bd_axis_split(const bd_tensor *x, int axis, int64_t *outer, int64_t *inner)
+{
+    *outer = *inner = 1;
+    for (int d = 0; d < x->rank; d++) {
+        if (d < axis) *outer *= x->dims[d];
+        else if (d > axis) *inner *= x->dims[d];
+    }
+}
 /* Reads a constant int64 or int32 1-D (or scalar) input into out (max entries). */
 braid_status bd_const_ints(const bd_tensor *t, const char *what, int64_t *out, int max, int *count,
                            bd_err *e);

@@ -130,11 +130,8 @@ static braid_status run_argmax(const bd_kernel *k, const bd_reduce_params *p)
     int axis, dt = x->dtype;
     braid_status st = bd_axis(p->axes[0], x->rank, &axis, k->err);
     if (st) return st;
-    int64_t outer = 1, n = x->dims[axis], inner = 1;
-    for (int d = 0; d < x->rank; d++) {
-        if (d < axis) outer *= x->dims[d];
-        else if (d > axis) inner *= x->dims[d];
-    }
+    int64_t outer, n = x->dims[axis], inner;
+    bd_axis_split(x, axis, &outer, &inner);
     if (dt < 0 || dt >= NDT || !tab_ARGMAX[dt])
         return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "ArgMax has no CPU kernel for dtype %s",
                        bd_dtype_name(dt));
