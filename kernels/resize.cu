@@ -137,15 +137,6 @@ __global__ void k_resize(const float *__restrict__ x, float *__restrict__ y, int
     }
 }
 
-/* How many taps an axis needs (the CPU's tap_count). */
-static int tap_count(const bd_resize_params *p, double scale)
-{
-    if (p->mode == BD_RESIZE_NEAREST) return 1;
-    double support = p->mode == BD_RESIZE_LINEAR ? 1.0 : 2.0;
-    if (!p->antialias || scale >= 1.0) return (int)(2 * support);
-    int64_t start = (int64_t)floor(-support / scale) + 1;
-    return (int)(2 - 2 * start);
-}
 
 extern "C" braid_status bd_cuda_resize(const bd_cuda_kernel *k)
 {
@@ -197,7 +188,7 @@ extern "C" braid_status bd_cuda_resize(const bd_cuda_kernel *k)
         stride *= rg.in[d];
         g.ident[d] = rg.out[d] == rg.in[d] && rg.scale[d] == 1.0 &&
                      (!tf || (rg.roi_start[d] == 0.0 && rg.roi_end[d] == 1.0));
-        g.taps[d] = g.ident[d] ? 1 : tap_count(p, rg.scale[d]);
+        g.taps[d] = g.ident[d] ? 1 : bd_resize_taps(p, rg.scale[d]);
         if (g.taps[d] > 64)
             return BD_FAIL(e, BRAID_ERR_UNSUPPORTED,
                            "antialiasing with scale %g needs %d taps; at most 64 are supported",

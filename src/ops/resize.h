@@ -117,4 +117,15 @@ static inline BD_HOST_DEVICE double bd_resize_cubic(double x, double A)
     return 0;
 }
 
+/* How many taps an axis needs: 1 (nearest), 2 (linear), 4 (cubic), or the
+ * antialias filter's footprint when downsampling. */
+static inline int bd_resize_taps(const bd_resize_params *p, double scale)
+{
+    if (p->mode == BD_RESIZE_NEAREST) return 1;
+    double support = p->mode == BD_RESIZE_LINEAR ? 1.0 : 2.0;
+    if (!p->antialias || scale >= 1.0) return (int)(2 * support);
+    int64_t start = (int64_t)floor(-support / scale) + 1;
+    return (int)(2 - 2 * start);
+}
+
 #endif /* BD_RESIZE_H */

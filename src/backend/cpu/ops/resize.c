@@ -22,16 +22,6 @@ static double src_coord(const bd_resize_params *p, const bd_resize_geom *g, int 
                                g->roi_end[d], (double)o);
 }
 
-/* How many taps an axis needs: 2 (linear), 4 (cubic), or the antialias
- * filter's footprint when downsampling. */
-static int tap_count(const bd_resize_params *p, double scale)
-{
-    if (p->mode == BD_RESIZE_NEAREST) return 1;
-    double support = p->mode == BD_RESIZE_LINEAR ? 1.0 : 2.0;
-    if (!p->antialias || scale >= 1.0) return (int)(2 * support);
-    int64_t start = (int64_t)floor(-support / scale) + 1;
-    return (int)(2 - 2 * start);
-}
 
 /* Weights of the taps for a fractional position ratio in (0, 1]. */
 static void tap_weights(const bd_resize_params *p, double scale, double ratio, int n, double *c)
@@ -235,7 +225,7 @@ braid_status bd_cpu_resize(const bd_kernel *k)
     for (int d = 0; d < r; d++) {
         ident[d] = g.out[d] == g.in[d] && g.scale[d] == 1.0 &&
                    (!tf || (g.roi_start[d] == 0.0 && g.roi_end[d] == 1.0));
-        taps[d] = ident[d] ? 1 : tap_count(p, g.scale[d]);
+        taps[d] = ident[d] ? 1 : bd_resize_taps(p, g.scale[d]);
         if (taps[d] > 64) {
             st = BD_FAIL(e, BRAID_ERR_UNSUPPORTED,
                          "antialiasing with scale %g needs %d taps; at most 64 are supported",
