@@ -55,7 +55,11 @@ typedef enum braid_status {
     BRAID_ERR_INTERNAL = 12
 } braid_status;
 
-/* Element types use ONNX's TensorProto.DataType numbers. */
+/* Element types use ONNX's TensorProto.DataType numbers. In a braid_tensor
+ * every element takes whole bytes: the sub-byte types (INT4, UINT4, INT2,
+ * UINT2, FLOAT4E2M1, FLOAT6E2M3, FLOAT6E3M2) take one byte each, the
+ * integers sign- or zero-extended to 8 bits, the floats as their code in the
+ * low bits. (ONNX's packed form is read and written in .pb files only.) */
 typedef enum braid_dtype {
     BRAID_DTYPE_UNDEFINED = 0,
     BRAID_DTYPE_FLOAT = 1,
@@ -70,7 +74,22 @@ typedef enum braid_dtype {
     BRAID_DTYPE_FLOAT16 = 10,
     BRAID_DTYPE_DOUBLE = 11,
     BRAID_DTYPE_UINT32 = 12,
-    BRAID_DTYPE_UINT64 = 13
+    BRAID_DTYPE_UINT64 = 13,
+    BRAID_DTYPE_COMPLEX64 = 14,  /* named for messages; braid runs no complex op */
+    BRAID_DTYPE_COMPLEX128 = 15,
+    BRAID_DTYPE_BFLOAT16 = 16,
+    BRAID_DTYPE_FLOAT8E4M3FN = 17,
+    BRAID_DTYPE_FLOAT8E4M3FNUZ = 18,
+    BRAID_DTYPE_FLOAT8E5M2 = 19,
+    BRAID_DTYPE_FLOAT8E5M2FNUZ = 20,
+    BRAID_DTYPE_UINT4 = 21,
+    BRAID_DTYPE_INT4 = 22,
+    BRAID_DTYPE_FLOAT4E2M1 = 23,
+    BRAID_DTYPE_FLOAT8E8M0 = 24,
+    BRAID_DTYPE_UINT2 = 25,
+    BRAID_DTYPE_INT2 = 26,
+    BRAID_DTYPE_FLOAT6E2M3 = 27,
+    BRAID_DTYPE_FLOAT6E3M2 = 28
 } braid_dtype;
 
 typedef enum braid_backend {

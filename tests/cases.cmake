@@ -55,3 +55,9 @@ if(VALGRIND AND NOT BRAID_SANITIZE AND NOT BRAID_FUZZ)
     --backend cpu --streams 0)
   set_tests_properties(valgrind/run PROPERTIES FIXTURES_REQUIRED models LABELS valgrind TIMEOUT 600)
 endif()
+
+# Narrow float conversions (src/util/dtype.h) against ml_dtypes and onnx.
+add_executable(dtype_dump ${CMAKE_SOURCE_DIR}/tests/dtype/dtype_dump.c)
+target_link_libraries(dtype_dump PRIVATE braid_static)
+add_test(NAME unit/dtype COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/dtype/test_dtype.py $<TARGET_FILE:dtype_dump>)
+set_tests_properties(unit/dtype PROPERTIES LABELS unit TIMEOUT 300)

@@ -262,24 +262,41 @@ int cli_info(const cli_opts *o)
     }
     printf("initializers: %zu\n", g->n_initializer);
     printf("nodes: %zu\n", g->n_node);
-    /* op counts, in first-seen order */
-    const char *names[512];
-    int counts[512], n_ops = 0, unsupported = 0;
+    /* op counts per (domain, op), in first-seen order */
+    const char *names[512], *doms[512];
+    int counts[512], ok[512], n_ops = 0, unsupported = 0;
     for (size_t i = 0; i < g->n_node; i++) {
+        const char *op = g->node[i]->op_type ? g->node[i]->op_type : "";
+        const char *dom = g->node[i]->domain ? g->node[i]->domain : "";
         int k = 0;
-        while (k < n_ops && strcmp(names[k], g->node[i]->op_type)) k++;
-        if (k == n_ops && n_ops < 512) { names[n_ops] = g->node[i]->op_type; counts[n_ops++] = 0; }
+        while (k < n_ops && (strcmp(names[k], op) || strcmp(doms[k], dom))) k++;
+        if (k == n_ops && n_ops < 512) {
+            int64_t opset = -1;
+            const char *d = strcmp(dom, "ai.onnx") ? dom : "";
+            for (size_t j = 0; j < mp->n_opset_import; j++) {
+                const char *od = mp->opset_import[j]->domain ? mp->opset_import[j]->domain : "";
+                if (!strcmp(strcmp(od, "ai.onnx") ? od : "", d)) opset = mp->opset_import[j]->version;
+            }
+            if (!mp->n_opset_import && !d[0]) opset = 1;
+            names[n_ops] = op;
+            doms[n_ops] = dom;
+            ok[n_ops] = opset >= 0 && bd_op_lookup(dom, op, opset) >= 0;
+            counts[n_ops++] = 0;
+        }
         if (k < 512) counts[k]++;
     }
     printf("ops:\n");
     for (int k = 0; k < n_ops; k++) {
-        int ok = bd_op_lookup("", names[k]) >= 0;
-        unsupported += !ok;
-        printf("  %-24s %5d%s\n", names[k], counts[k], ok ? "" : "  (unsupported)");
+        char label[160];
+        snprintf(label, sizeof label, "%s%s%s", doms[k][0] && strcmp(doms[k], "ai.onnx") ? doms[k] : "",
+                 doms[k][0] && strcmp(doms[k], "ai.onnx") ? "." : "", names[k]);
+        unsupported += !ok[k];
+        printf("  %-24s %5d%s\n", label, counts[k], ok[k] ? "" : "  (unsupported)");
     }
     printf("unsupported ops: %d", unsupported);
     for (int k = 0; k < n_ops; k++)
-        if (bd_op_lookup("", names[k]) < 0) printf(" %s", names[k]);
+        if (!ok[k]) printf(" %s%s%s", doms[k][0] && strcmp(doms[k], "ai.onnx") ? doms[k] : "",
+                           doms[k][0] && strcmp(doms[k], "ai.onnx") ? "." : "", names[k]);
     printf("\n");
     onnx__model_proto__free_unpacked(mp, &bd_pb_allocator);
     return CLI_OK;

@@ -193,14 +193,24 @@ static braid_status read_node(bd_graph *g, name_map *m, const Onnx__NodeProto *n
     snprintf(defname, sizeof defname, "%s_%d", op_type, index);
     const char *name = np->name && np->name[0] ? np->name : defname;
     int64_t opset = opset_of(g, domain);
-    int op = bd_op_lookup(domain, op_type);
     if (opset < 0) {
         return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "node '%s' (%s): the model imports no opset for domain '%s'",
                        name, op_type, domain);
     }
-    if (op < 0)
+    if (bd_domain_lookup(domain) < 0)
+        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED,
+                       "node '%s' (%s): unsupported op '%s' in domain '%s': braid runs no op of that domain "
+                       "(it knows ai.onnx and com.microsoft)", name, op_type, op_type, domain);
+    int op = bd_op_lookup(domain, op_type, opset);
+    if (op < 0) {
+        int first = 0, last = bd_op_last_opset(domain, op_type, &first);
+        if (last)
+            return BD_FAIL(e, BRAID_ERR_UNSUPPORTED,
+                           "node '%s' (%s): op '%s' at opset %lld is not supported (braid runs it at opsets %d to %d)",
+                           name, op_type, op_type, (long long)opset, first, last);
         return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "node '%s' (%s): unsupported op '%s'%s%s%s", name, op_type,
                        op_type, domain[0] ? " in domain '" : "", domain, domain[0] ? "'" : "");
+    }
     const bd_op_info *info = &bd_op_table[op];
     /* Trailing empty names are omitted optional inputs/outputs. */
     size_t n_in = np->n_input, n_out = np->n_output;
@@ -341,7 +351,7 @@ static braid_status build_graph(const Onnx__ModelProto *mp, const char *base_dir
         }
         if (!bd_dtype_size(val->dtype)) {
             st = BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "graph input '%s' has dtype %s, which braid does not support",
-                         nm, val->dtype == 16 ? "bfloat16" : bd_dtype_name(val->dtype));
+                         nm, bd_dtype_name(val->dtype));
             goto fail;
         }
         val->flags |= BD_VAL_INPUT;

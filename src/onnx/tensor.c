@@ -26,14 +26,13 @@ static void copy_typed(const Onnx__TensorProto *tp, int dt, void *dst, size_t n)
     case BRAID_DTYPE_UINT32: for (i = 0; i < n; i++) ((uint32_t *)dst)[i] = (uint32_t)tp->uint64_data[i]; break;
     case BRAID_DTYPE_INT32: memcpy(dst, tp->int32_data, n * 4); break;
     case BRAID_DTYPE_INT16: for (i = 0; i < n; i++) ((int16_t *)dst)[i] = (int16_t)tp->int32_data[i]; break;
-    case BRAID_DTYPE_UINT16: case BRAID_DTYPE_FLOAT16:
+    case BRAID_DTYPE_UINT16: case BRAID_DTYPE_FLOAT16: case BRAID_DTYPE_BFLOAT16:
         for (i = 0; i < n; i++) ((uint16_t *)dst)[i] = (uint16_t)tp->int32_data[i];
         break;
     case BRAID_DTYPE_INT8: for (i = 0; i < n; i++) ((int8_t *)dst)[i] = (int8_t)tp->int32_data[i]; break;
-    case BRAID_DTYPE_UINT8: case BRAID_DTYPE_BOOL:
+    default: /* the one-byte types, and the packed bytes of the sub-byte ones */
         for (i = 0; i < n; i++) ((uint8_t *)dst)[i] = (uint8_t)tp->int32_data[i];
         break;
-    default: break;
     }
 }
 
@@ -45,6 +44,48 @@ static size_t typed_count(const Onnx__TensorProto *tp, int dt)
     case BRAID_DTYPE_INT64: return tp->n_int64_data;
     case BRAID_DTYPE_UINT64: case BRAID_DTYPE_UINT32: return tp->n_uint64_data;
     default: return tp->n_int32_data;
+    }
+}
+
+/* Elements per stored byte of a packed sub-byte type (ONNX packs INT4,
+ * UINT4 and FLOAT4E2M1 two to a byte, INT2 and UINT2 four; FLOAT6 packs four
+ * elements into three bytes: returned as 0), or 1 for a type stored whole. */
+static int per_byte(int dt)
+{
+    switch (dt) {
+    case BRAID_DTYPE_INT4: case BRAID_DTYPE_UINT4: case BRAID_DTYPE_FLOAT4E2M1: return 2;
+    case BRAID_DTYPE_INT2: case BRAID_DTYPE_UINT2: return 4;
+    case BRAID_DTYPE_FLOAT6E2M3: case BRAID_DTYPE_FLOAT6E3M2: return 0;
+    default: return 1;
+    }
+}
+
+/* Bytes that n elements take in ONNX's stored (packed) form. */
+static size_t stored_bytes(int dt, size_t n)
+{
+    int k = per_byte(dt);
+    if (k == 0) return (n * 6 + 7) / 8;
+    return k == 1 ? n * bd_dtype_size(dt) : (n + (size_t)k - 1) / (size_t)k;
+}
+
+/* Unpacks n elements from src (stored form) into one byte each in dst,
+ * sign-extending INT4 and INT2, least significant bits first as ONNX packs. */
+static void unpack(int dt, const uint8_t *src, uint8_t *dst, size_t n)
+{
+    int k = per_byte(dt);
+    int sign = dt == BRAID_DTYPE_INT4 || dt == BRAID_DTYPE_INT2;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        if (k == 0) { /* 6-bit codes, LSB first across three bytes per four */
+            size_t bit = i * 6, b = bit / 8;
+            unsigned lo = src[b], hi = (bit % 8) > 2 ? src[b + 1] : 0;
+            v = ((lo | hi << 8) >> (bit % 8)) & 0x3f;
+        } else {
+            unsigned w = 8 / (unsigned)k;
+            v = (src[i / (size_t)k] >> (w * (i % (size_t)k))) & ((1u << w) - 1u);
+            if (sign && (v >> (w - 1))) v |= ~0u << w; /* sign-extend */
+        }
+        dst[i] = (uint8_t)v;
     }
 }
 
@@ -121,7 +162,7 @@ braid_status bd_onnx_tensor(const Onnx__TensorProto *tp, const char *base_dir, b
     memset(t, 0, sizeof *t);
     if (!dtype_supported(dt))
         return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "tensor '%s' has dtype %s, which braid does not support",
-                       tname, dt == 16 ? "bfloat16" : bd_dtype_name(dt));
+                       tname, bd_dtype_name(dt));
     if (tp->n_dims > BD_MAX_RANK)
         return BD_FAIL(e, BRAID_ERR_LIMIT, "tensor '%s' has rank %zu; braid supports up to %d", tname,
                        tp->n_dims, BD_MAX_RANK);
@@ -138,30 +179,47 @@ braid_status bd_onnx_tensor(const Onnx__TensorProto *tp, const char *base_dir, b
     braid_status st = bd_tensor_nbytes(t, &nbytes, e);
     if (st) { bd_err_prefix(e, "tensor '%s': ", tname); return st; }
     size_t n = (size_t)bd_numel(t), esize = bd_dtype_size(dt);
+    /* stored: the bytes of the data as ONNX stores it (packed for sub-byte
+     * types; float6's int32_data holds one element per entry). */
+    size_t stored = stored_bytes(dt, n);
+    int packed = per_byte(dt) != 1;
     int external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    int typed_whole = per_byte(dt) == 0 && !tp->has_raw_data && !external; /* float6 in int32_data */
     /* Refuse sizes the message cannot hold before allocating anything. */
     if (!external) {
-        size_t have = tp->has_raw_data ? tp->raw_data.len : typed_count(tp, dt) * esize;
-        if (have != nbytes)
+        size_t want = typed_whole ? n : stored;
+        size_t have = tp->has_raw_data ? tp->raw_data.len : typed_count(tp, dt) * (packed ? 1 : esize);
+        if (have != want)
             return BD_FAIL(e, BRAID_ERR_INVALID_MODEL,
                            "tensor '%s' declares %zu elements (%zu bytes) but holds %zu bytes", tname,
-                           n, nbytes, have);
+                           n, want, have);
     }
     FILE *f = NULL;
-    if (external && (st = open_external_checked(tp, base_dir, nbytes, &f, e))) return st;
-    t->data = bd_malloc(nbytes);
-    if (!t->data) {
+    if (external && (st = open_external_checked(tp, base_dir, stored, &f, e))) return st;
+    t->data = bd_malloc(nbytes ? nbytes : 1);
+    uint8_t *tmp = packed && !typed_whole ? bd_malloc(stored ? stored : 1) : NULL;
+    if (!t->data || (packed && !typed_whole && !tmp)) {
         if (f) fclose(f);
+        bd_free(t->data);
+        bd_free(tmp);
+        t->data = NULL;
         return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory for tensor '%s'", tname);
     }
+    void *dst = tmp ? (void *)tmp : t->data;
     if (external) {
-        if (nbytes && fread(t->data, 1, nbytes, f) != nbytes)
+        if (stored && fread(dst, 1, stored, f) != stored)
             st = BD_FAIL(e, BRAID_ERR_IO, "tensor '%s': cannot read its external data", tname);
         fclose(f);
-    } else if (tp->has_raw_data && nbytes) {
-        memcpy(t->data, tp->raw_data.data, nbytes);
+    } else if (tp->has_raw_data && stored) {
+        memcpy(dst, tp->raw_data.data, stored);
     } else {
-        copy_typed(tp, dt, t->data, n);
+        copy_typed(tp, dt, dst, typed_whole ? n : packed ? stored : n);
+        if (typed_whole)
+            for (size_t i = 0; i < n; i++) ((uint8_t *)t->data)[i] &= 0x3f;
+    }
+    if (tmp) {
+        if (!st) unpack(dt, tmp, t->data, n);
+        bd_free(tmp);
     }
     if (st) { bd_free(t->data); t->data = NULL; }
     return st;

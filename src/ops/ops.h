@@ -15,7 +15,8 @@ extern "C" {
 /* Op families, in the order of their files. */
 #define BD_FAMILIES(X)                                                                             \
     X(conv) X(gemm) X(norm) X(binary) X(unary) X(pool) X(softmax) X(reduce) X(shape) X(layout)     \
-        X(generate) X(resize)
+    X(generate) X(resize) X(control) X(rnn) X(quant) X(index) X(loss) X(vision) X(signal)         \
+    X(attention) X(linalg) X(sequence) X(string)
 
 typedef enum bd_family {
 #define X(f) BD_FAM_##f,
@@ -24,17 +25,47 @@ typedef enum bd_family {
     BD_FAM_COUNT
 } bd_family;
 
+/* The row macros of ops.def. */
+#define IO(lo, hi) lo, hi
+#define OPSETS(first, last) first, last
+#define SI(i) (1u << (i))
+
 typedef enum bd_op {
-#define OP(name, fam, a, b, c, d) BD_OP_##name,
+#define OP(name, fam, in, out, opsets, si, flags) BD_OP_##name,
+#define MSOP(name, fam, in, out, opsets, si, flags) BD_OP_MS_##name,
 #include "ops.def"
 #undef OP
+#undef MSOP
     BD_OP_COUNT
 } bd_op;
 
+/* Op flags (the last column of ops.def). */
+enum {
+    /* The output shape depends on input values (NonZero, Unique, a
+     * NonMaxSuppression): infer gives each output's largest shape, the kernel
+     * writes the actual dims into out[k].dims (same rank, no dim larger). */
+    BD_OPF_DATA_SHAPE = 1u << 0,
+    /* The node owns subgraphs (graph attributes): If, Loop, Scan. */
+    BD_OPF_SUBGRAPHS = 1u << 1,
+    /* Runs on the host on every backend (strings, sequences). */
+    BD_OPF_HOST = 1u << 2,
+    /* Never folded into a constant at plan time, even with constant inputs
+     * (random ops: each run draws anew). */
+    BD_OPF_NO_FOLD = 1u << 3
+};
+
+/* Domains braid knows. */
+typedef enum bd_domain { BD_DOM_ONNX = 0, BD_DOM_MS = 1, BD_DOM_COUNT } bd_domain;
+extern const char *const bd_domain_names[BD_DOM_COUNT]; /* "", "com.microsoft" */
+
 typedef struct bd_op_info {
     const char *name;
+    bd_domain domain;
     bd_family family;
     int min_in, max_in, min_out, max_out;
+    int first_opset, last_opset; /* last 0: open-ended */
+    unsigned shape_inputs;       /* bit i: input i decides output shapes */
+    unsigned flags;              /* BD_OPF_* */
 } bd_op_info;
 
 extern const bd_op_info bd_op_table[BD_OP_COUNT];
@@ -55,8 +86,15 @@ static inline int bd_node_slots(const bd_node *n)
  * Range 27 only float16/bfloat16 accumulation. Check again before raising. */
 #define BD_MAX_OPSET 28
 
-/* Looks up an op of the default domain ("" or "ai.onnx"); -1 when unknown. */
-int bd_op_lookup(const char *domain, const char *op_type);
+/* The domain of a node's domain string ("" and "ai.onnx" are the default
+ * one); -1 when braid knows no op of that domain. */
+int bd_domain_lookup(const char *domain);
+/* Looks up the row of (domain, op_type) whose opsets cover opset; -1 when
+ * none does. opset < 0 matches any row (does braid know the op at all). */
+int bd_op_lookup(const char *domain, const char *op_type, int64_t opset);
+/* The opset of the node's domain that braid runs last for op_type; 0 when
+ * braid knows no such op. For messages. */
+int bd_op_last_opset(const char *domain, const char *op_type, int *first);
 
 /* What a family implements (src/ops/<family>.c), each switching on n->op.
  *
@@ -84,8 +122,12 @@ braid_status bd_op_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, 
 double bd_op_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out);
 
 /* 1 when input `index` of op decides output shapes (Reshape's shape, Slice's
- * starts, Resize's scales...): such inputs must be known when the plan is made. */
-int bd_op_shape_input(int op, int index);
+ * starts, Resize's scales...: the shape_inputs column of ops.def): such
+ * inputs must be known when the plan is made. */
+static inline int bd_op_shape_input(int op, int index)
+{
+    return op >= 0 && op < BD_OP_COUNT && index >= 0 && index < 32 && (bd_op_table[op].shape_inputs >> index & 1u);
+}
 
 /* Shared helpers for families. */
 /* The end of a family's parse: on success n->params takes p (what an earlier

@@ -6,10 +6,14 @@
 #include <string.h>
 
 const bd_op_info bd_op_table[BD_OP_COUNT] = {
-#define OP(name, fam, a, b, c, d) {#name, BD_FAM_##fam, a, b, c, d},
+#define OP(name, fam, in, out, opsets, si, flags) {#name, BD_DOM_ONNX, BD_FAM_##fam, in, out, opsets, si, flags},
+#define MSOP(name, fam, in, out, opsets, si, flags) {#name, BD_DOM_MS, BD_FAM_##fam, in, out, opsets, si, flags},
 #include "ops.def"
 #undef OP
+#undef MSOP
 };
+
+const char *const bd_domain_names[BD_DOM_COUNT] = {"", "com.microsoft"};
 
 const char *const bd_family_names[BD_FAM_COUNT] = {
 #define X(f) #f,
@@ -17,12 +21,42 @@ const char *const bd_family_names[BD_FAM_COUNT] = {
 #undef X
 };
 
-int bd_op_lookup(const char *domain, const char *op_type)
+int bd_domain_lookup(const char *domain)
 {
-    if (domain && domain[0] && strcmp(domain, "ai.onnx") != 0) return -1;
-    for (int i = 0; i < BD_OP_COUNT; i++)
-        if (strcmp(bd_op_table[i].name, op_type) == 0) return i;
+    if (!domain || !domain[0] || !strcmp(domain, "ai.onnx")) return BD_DOM_ONNX;
+    for (int d = 1; d < BD_DOM_COUNT; d++)
+        if (!strcmp(domain, bd_domain_names[d])) return d;
     return -1;
+}
+
+static int last_of(const bd_op_info *r)
+{
+    return r->last_opset ? r->last_opset : r->domain == BD_DOM_ONNX ? BD_MAX_OPSET : 1 << 30;
+}
+
+int bd_op_lookup(const char *domain, const char *op_type, int64_t opset)
+{
+    int d = bd_domain_lookup(domain);
+    if (d < 0 || !op_type) return -1;
+    for (int i = 0; i < BD_OP_COUNT; i++) {
+        const bd_op_info *r = &bd_op_table[i];
+        if ((int)r->domain != d || strcmp(r->name, op_type) != 0) continue;
+        if (opset < 0 || (opset >= r->first_opset && opset <= last_of(r))) return i;
+    }
+    return -1;
+}
+
+int bd_op_last_opset(const char *domain, const char *op_type, int *first)
+{
+    int d = bd_domain_lookup(domain), last = 0;
+    if (first) *first = 0;
+    for (int i = 0; d >= 0 && op_type && i < BD_OP_COUNT; i++) {
+        const bd_op_info *r = &bd_op_table[i];
+        if ((int)r->domain != d || strcmp(r->name, op_type) != 0) continue;
+        if (first && (!*first || r->first_opset < *first)) *first = r->first_opset;
+        if (last_of(r) > last) last = last_of(r);
+    }
+    return last;
 }
 
 typedef struct family_fns {
@@ -50,22 +84,6 @@ braid_status bd_op_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, 
 double bd_op_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out)
 {
     return families[bd_op_table[n->op].family].cost(n, in, out);
-}
-
-int bd_op_shape_input(int op, int index)
-{
-    switch (op) {
-    case BD_OP_Reshape: case BD_OP_Expand: case BD_OP_Tile: case BD_OP_Squeeze: case BD_OP_Unsqueeze:
-    case BD_OP_Split: case BD_OP_Upsample: case BD_OP_ReduceMean: case BD_OP_ReduceSum: case BD_OP_ReduceMax:
-    case BD_OP_ReduceMin: case BD_OP_ReduceProd:
-        return index == 1;
-    case BD_OP_Slice: return index >= 1;                    /* starts, ends, axes, steps */
-    case BD_OP_Pad: return index == 1 || index == 3;        /* pads, axes */
-    case BD_OP_Resize: return index >= 1 && index <= 3;     /* roi, scales, sizes */
-    case BD_OP_ConstantOfShape: return index == 0;
-    case BD_OP_Range: return 1;
-    default: return 0;
-    }
 }
 
 braid_status bd_axis(int64_t axis, int rank, int *out, bd_err *e)

@@ -103,8 +103,13 @@ size_t bd_dtype_size(int dt)
     switch (dt) {
     case BRAID_DTYPE_FLOAT: case BRAID_DTYPE_INT32: case BRAID_DTYPE_UINT32: return 4;
     case BRAID_DTYPE_UINT8: case BRAID_DTYPE_INT8: case BRAID_DTYPE_BOOL: return 1;
-    case BRAID_DTYPE_UINT16: case BRAID_DTYPE_INT16: case BRAID_DTYPE_FLOAT16: return 2;
+    case BRAID_DTYPE_UINT16: case BRAID_DTYPE_INT16: case BRAID_DTYPE_FLOAT16: case BRAID_DTYPE_BFLOAT16: return 2;
     case BRAID_DTYPE_INT64: case BRAID_DTYPE_DOUBLE: case BRAID_DTYPE_UINT64: return 8;
+    case BRAID_DTYPE_FLOAT8E4M3FN: case BRAID_DTYPE_FLOAT8E4M3FNUZ: case BRAID_DTYPE_FLOAT8E5M2:
+    case BRAID_DTYPE_FLOAT8E5M2FNUZ: case BRAID_DTYPE_FLOAT8E8M0: case BRAID_DTYPE_UINT4: case BRAID_DTYPE_INT4:
+    case BRAID_DTYPE_FLOAT4E2M1: case BRAID_DTYPE_UINT2: case BRAID_DTYPE_INT2: case BRAID_DTYPE_FLOAT6E2M3:
+    case BRAID_DTYPE_FLOAT6E3M2:
+        return 1; /* sub-byte types: one element per byte in memory (braid.h) */
     default: return 0;
     }
 }
@@ -113,7 +118,10 @@ const char *bd_dtype_name(int dt)
 {
     static const char *names[] = {"undefined", "float32", "uint8", "int8", "uint16", "int16",
                                   "int32", "int64", "string", "bool", "float16", "float64",
-                                  "uint32", "uint64"};
+                                  "uint32", "uint64", "complex64", "complex128", "bfloat16",
+                                  "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
+                                  "uint4", "int4", "float4e2m1", "float8e8m0", "uint2", "int2",
+                                  "float6e2m3", "float6e3m2"};
     return dt >= 0 && dt < (int)(sizeof names / sizeof *names) ? names[dt] : "unknown";
 }
 

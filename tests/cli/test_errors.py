@@ -116,6 +116,15 @@ def main():
     expect(["run", save(m, "opset.onnx")], 3, "the model imports opset 99 of the default domain; braid supports 1 to 28")
     m = graph([helper.make_node("Relu", ["x"], ["y"], name="r", domain="com.example")], [x], [y])
     expect(["run", save(m, "domain.onnx")], 1, "node 'r' (Relu): the model imports no opset for domain 'com.example'")
+    # Domains: one braid knows nothing of is named; a known op outside its opsets says which it runs.
+    m = graph([helper.make_node("Relu", ["x"], ["y"], name="r", domain="com.example")], [x], [y])
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    expect(["run", save(m, "domain2.onnx")], 3,
+           "node 'r' (Relu): unsupported op 'Relu' in domain 'com.example': braid runs no op of that domain")
+    expect(["info", save(m, "domain2.onnx")], 0, "unsupported ops: 1 com.example.Relu")
+    m = graph([helper.make_node("Relu", ["x"], ["y"], name="r", domain="com.microsoft")], [x], [y])
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    expect(["run", save(m, "ms_relu.onnx")], 3, "node 'r' (Relu): unsupported op 'Relu' in domain 'com.microsoft'")
     m = graph([helper.make_node("Add", ["x", "ghost"], ["y"], name="add1")], [x], [y])
     expect(["run", save(m, "missing_input.onnx")], 1,
            "node 'add1' (Add): input 'ghost' is not a graph input, an initializer or the output of any node")

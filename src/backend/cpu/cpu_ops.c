@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "util/dtype.h"
+
 typedef braid_status (*cpu_fn)(const bd_kernel *);
 static const cpu_fn families[BD_FAM_COUNT] = {
 #define X(f) bd_cpu_##f,
@@ -41,7 +43,11 @@ double bd_get_f64(const bd_tensor *t, int64_t i)
     case BRAID_DTYPE_UINT32: return ((const uint32_t *)t->data)[i];
     case BRAID_DTYPE_UINT64: return (double)((const uint64_t *)t->data)[i];
     case BRAID_DTYPE_FLOAT16: return bd_half_to_float(((const uint16_t *)t->data)[i]);
-    default: return 0;
+    case BRAID_DTYPE_INT4: case BRAID_DTYPE_INT2: return ((const int8_t *)t->data)[i];
+    case BRAID_DTYPE_UINT4: case BRAID_DTYPE_UINT2: return ((const uint8_t *)t->data)[i];
+    default:
+        if (bd_dtype_is_narrow_float(t->dtype)) return bd_narrow_to_float(t->dtype, t->data, i);
+        return 0;
     }
 }
 
@@ -59,6 +65,10 @@ void bd_set_f64(bd_tensor *t, int64_t i, double v)
     case BRAID_DTYPE_UINT16: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
     case BRAID_DTYPE_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)v; break;
     case BRAID_DTYPE_UINT64: ((uint64_t *)t->data)[i] = (uint64_t)v; break;
-    default: break;
+    case BRAID_DTYPE_INT4: case BRAID_DTYPE_INT2: ((int8_t *)t->data)[i] = (int8_t)v; break;
+    case BRAID_DTYPE_UINT4: case BRAID_DTYPE_UINT2: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
+    default:
+        if (bd_dtype_is_narrow_float(t->dtype)) bd_float_to_narrow(t->dtype, t->data, i, (float)v);
+        break;
     }
 }

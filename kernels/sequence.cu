@@ -1,0 +1,13 @@
+/* sequence.cu: CUDA kernels of the sequence op family: sequence and optional values.
+ * (No op of the family is registered yet.) */
+#include "common.cuh"
+
+extern "C" braid_status bd_cuda_sequence(const bd_cuda_kernel *k)
+{
+    return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op %s has no CUDA kernel", k->node->op_type);
+}
+
+extern "C" void bd_cuda_sequence_free(const bd_node *n, void *cache)
+{
+    (void)n, (void)cache;
+}

@@ -1,0 +1,13 @@
+/* signal.cu: CUDA kernels of the signal op family: signal processing: DFT, STFT, the window functions and MelWeightMatrix.
+ * (No op of the family is registered yet.) */
+#include "common.cuh"
+
+extern "C" braid_status bd_cuda_signal(const bd_cuda_kernel *k)
+{
+    return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op %s has no CUDA kernel", k->node->op_type);
+}
+
+extern "C" void bd_cuda_signal_free(const bd_node *n, void *cache)
+{
+    (void)n, (void)cache;
+}

@@ -1,0 +1,8 @@
+/* attention.c: CPU kernels of the attention op family: attention: Attention, RotaryEmbedding and their kin.
+ * (No op of the family is registered yet.) */
+#include "backend/cpu/cpu_ops.h"
+
+braid_status bd_cpu_attention(const bd_kernel *k)
+{
+    return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op %s has no CPU kernel", k->node->op_type);
+}

@@ -1,0 +1,8 @@
+/* linalg.c: CPU kernels of the linalg op family: linear algebra beyond GEMM: Einsum, Det.
+ * (No op of the family is registered yet.) */
+#include "backend/cpu/cpu_ops.h"
+
+braid_status bd_cpu_linalg(const bd_kernel *k)
+{
+    return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op %s has no CPU kernel", k->node->op_type);
+}

@@ -1,0 +1,8 @@
+/* loss.c: CPU kernels of the loss op family: the loss ops NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
+ * (No op of the family is registered yet.) */
+#include "backend/cpu/cpu_ops.h"
+
+braid_status bd_cpu_loss(const bd_kernel *k)
+{
+    return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op %s has no CPU kernel", k->node->op_type);
+}

@@ -1,0 +1,8 @@
+/* rnn.c: CPU kernels of the rnn op family: the recurrent ops LSTM, GRU and RNN.
+ * (No op of the family is registered yet.) */
+#include "backend/cpu/cpu_ops.h"
+
+braid_status bd_cpu_rnn(const bd_kernel *k)
+{
+    return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op %s has no CPU kernel", k->node->op_type);
+}
