@@ -214,9 +214,15 @@ braid_status bd_inst_build(const bd_graph *g, const bd_tensor *inputs, bd_inst *
             out[k].data = NULL;
             if (n->out[k] >= 0) x->vals[n->out[k]] = out[k];
         }
-        if (all_const || n->op == BD_OP_Shape) {
-            st = fold(x, n, in, out, e);
+        unsigned flags = bd_op_table[n->op].flags;
+        if ((all_const && !(flags & BD_OPF_NO_FOLD)) || n->op == BD_OP_Shape) {
+            st = fold(x, n, in, out, e); /* a BD_OPF_DATA_SHAPE kernel sets its outputs' actual dims */
             if (st) { bd_err_prefix(e, "node '%s' (%s): ", n->name, n->op_type); goto fail; }
+        } else if (flags & BD_OPF_DATA_SHAPE) {
+            st = BD_FAIL(e, BRAID_ERR_UNSUPPORTED,
+                         "node '%s' (%s): its output shape depends on input values known only when the "
+                         "model runs, which braid does not plan for yet", n->name, n->op_type);
+            goto fail;
         } else {
             x->live[i] = 1;
             x->cost[i] = node_cost(n, in, out);

@@ -40,6 +40,42 @@ static inline BD_HOST_DEVICE float bd_bits_f32(uint32_t u)
     return f;
 }
 
+/* ---- float16 ---------------------------------------------------------------- */
+
+/* float -> IEEE half, rounding to nearest even (half -> float: bd_half_to_float
+ * in common.h, or bd_half_to_float_hd here for device code). */
+static inline BD_HOST_DEVICE uint16_t bd_float_to_half(float f)
+{
+    uint32_t x, ax;
+    x = bd_f32_bits(f);
+    uint16_t s = (uint16_t)((x >> 16) & 0x8000);
+    ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return s | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0); /* inf, nan */
+    if (ax >= 0x477ff000u) return s | 0x7c00; /* 65520 and up round to inf */
+    if (ax < 0x38800000u) {                   /* below 2^-14: a subnormal half */
+        float a, q, frac;
+        a = bd_bits_f32(ax);
+        q = a * 0x1p24f;
+        uint32_t r = (uint32_t)q;
+        frac = q - (float)r;
+        if (frac > 0.5f || (frac == 0.5f && (r & 1))) r++;
+        return (uint16_t)(s | r);
+    }
+    uint32_t h = (((ax >> 23) - 112) << 10) | ((ax & 0x7fffff) >> 13), rem = ax & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+    return (uint16_t)(s | h);
+}
+
+static inline BD_HOST_DEVICE float bd_half_to_float_hd(uint16_t h)
+{
+    uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    if (e == 0) {
+        float f = (float)m * 0x1p-24f; /* zero or subnormal */
+        return s ? -f : f;
+    }
+    return bd_bits_f32(e == 31 ? s | 0x7f800000u | (m << 13) : s | ((e + 112) << 23) | (m << 13));
+}
+
 /* ---- bfloat16 ---------------------------------------------------------------- */
 
 static inline BD_HOST_DEVICE float bd_bf16_to_float(uint16_t h) { return bd_bits_f32((uint32_t)h << 16); }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ops/unary.h"
+#include "util/dtype.h"
 #include "vmath.h"
 
 typedef struct un_ctx {
@@ -166,29 +167,6 @@ CAST_A(DEF_CAST_ROW, _)
 #define CAST_TAB_ROW(ST, SN, ...) [BRAID_DTYPE_##SN] = {CAST_B(CAST_ENT, ST, SN)},
 static const cast_fn cast_tab[NDT][NDT] = {CAST_A(CAST_TAB_ROW, _)};
 
-/* float -> IEEE half, rounding to nearest even (half -> float: bd_half_to_float). */
-static uint16_t f2h(float f)
-{
-    uint32_t x, ax;
-    memcpy(&x, &f, sizeof x);
-    uint16_t s = (uint16_t)((x >> 16) & 0x8000);
-    ax = x & 0x7fffffffu;
-    if (ax >= 0x7f800000u) return s | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0); /* inf, nan */
-    if (ax >= 0x477ff000u) return s | 0x7c00; /* 65520 and up round to inf */
-    if (ax < 0x38800000u) {                   /* below 2^-14: a subnormal half */
-        float a, q, frac;
-        memcpy(&a, &ax, sizeof a);
-        q = a * 0x1p24f;
-        uint32_t r = (uint32_t)q;
-        frac = q - (float)r;
-        if (frac > 0.5f || (frac == 0.5f && (r & 1))) r++;
-        return (uint16_t)(s | r);
-    }
-    uint32_t h = (((ax >> 23) - 112) << 10) | ((ax & 0x7fffff) >> 13), rem = ax & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
-    return (uint16_t)(s | h);
-}
-
 typedef struct cast_job {
     int sd, dd;
     size_t ss, ds;
@@ -221,7 +199,7 @@ static void cast_range(void *vj, int64_t begin, int64_t end)
         } else {
             uint16_t *h = (uint16_t *)dst + off;
             cast_tab[j->sd][BRAID_DTYPE_FLOAT](src + (size_t)off * j->ss, buf, c);
-            for (int64_t i = 0; i < c; i++) h[i] = f2h(buf[i]);
+            for (int64_t i = 0; i < c; i++) h[i] = bd_float_to_half(buf[i]);
         }
     }
 }
