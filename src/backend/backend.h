@@ -114,6 +114,9 @@ typedef struct bd_cuda_module {
     /* The process's live CUDA objects, all sessions together: streams,
      * events, cuDNN handles, cuBLAS handles, allocations, CUDA graphs. */
     void (*global_counts)(long live[6]);
+    /* The process-wide cache of tuned cuDNN algorithms (cuda_logic.h): lookups
+     * that found a choice, lookups that did not, choices kept. */
+    void (*algo_stats)(long *hits, long *misses, int *entries);
 } bd_cuda_module;
 #define BD_CUDA_MODULE_ABI                                                                            \
     ((unsigned long)sizeof(bd_backend) * 1000003ul + sizeof(bd_prepared) * 10007ul +               \
