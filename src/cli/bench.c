@@ -21,7 +21,7 @@ static void print_traffic(FILE *f, braid_session *s, const braid_tensor *ins, co
     double bytes = bd_plan_traffic_bytes(p), bw = bd_session_mem_bandwidth(s);
     fprintf(f, "traffic%s: %.2f MiB if every node reads its inputs and writes its outputs once", label,
             bytes / 1048576.0);
-    if (bw > 0) fprintf(f, "; physical limit %.4f ms at the device's %.0f GB/s", bytes / bw * 1e3, bw / 1e9);
+    if (bw > 0) fprintf(f, "; physical limit %.6f ms at the device's %.0f GB/s", bytes / bw * 1e3, bw / 1e9);
     fprintf(f, "\n");
 }
 

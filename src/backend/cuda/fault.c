@@ -103,20 +103,29 @@ braid_status bd_cu_after(bd_err *e, const char *call)
     return BD_FAIL(e, BRAID_ERR_DEVICE, "%s", msg);
 }
 
+/* Outside a node (the walk's events, the input and output copies), an
+ * asynchronous error cannot be a node's: the message says where to look. */
+static const char *outside_hint(cudaError_t ce)
+{
+    return bd_cu_sticky(ce) && !ctx.active ? " (an asynchronous error from earlier work: rerun with "
+                                             BD_CUDA_SYNC_ENV "=1 to find the node that caused it)" : "";
+}
+
 braid_status bd_cu_fail_cuda(bd_err *e, const char *call, cudaError_t ce, const char *file, int line)
 {
     char msg[400];
     if (bd_cu_sticky(ce) && !(ctx.active && ctx.sync)) ctx.async = 1;
     else cudaGetLastError(); /* not sticky: clear it, so that the next check does not see it again */
     bd_cu_call_text(msg, sizeof msg, call, cudaGetErrorString(ce));
-    return bd_fail(e, ce == cudaErrorMemoryAllocation ? BRAID_ERR_OUT_OF_MEMORY : BRAID_ERR_DEVICE, file, line, "%s",
-                   msg);
+    return bd_fail(e, ce == cudaErrorMemoryAllocation ? BRAID_ERR_OUT_OF_MEMORY : BRAID_ERR_DEVICE, file, line,
+                   "%s%s", msg, outside_hint(ce));
 }
 
 braid_status bd_cu_fail_launch(bd_err *e, const char *what, cudaError_t ce, const char *file, int line)
 {
     if (bd_cu_sticky(ce) && !(ctx.active && ctx.sync)) ctx.async = 1;
-    return bd_fail(e, BRAID_ERR_DEVICE, file, line, "launch of %s: %s", what, cudaGetErrorString(ce));
+    return bd_fail(e, BRAID_ERR_DEVICE, file, line, "launch of %s: %s%s", what, cudaGetErrorString(ce),
+                   outside_hint(ce));
 }
 
 braid_status bd_cu_fail_lib(bd_err *e, const char *call, const char *status, const char *file, int line)
