@@ -289,6 +289,7 @@ static braid_status choose_algo(const bd_cuda_kernel *k, conv_cache *c, int tr, 
                        &pick);
         if (t.a) cudaEventDestroy(t.a);
         if (t.b) cudaEventDestroy(t.b);
+        t.a = t.b = NULL;
         if (pick.fallback)
             bd_cu_note(k, "no cuDNN algorithm fits the %zu MiB workspace under the math rule (TF32 %s): runs "
                        "algorithm %d, which needs none", k->workspace_size >> 20, k->allow_tf32 ? "on" : "off",

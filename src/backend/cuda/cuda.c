@@ -264,7 +264,11 @@ static braid_status cuda_alloc_shared(void *state, size_t bytes, void **out, bd_
         cudaError_t ce = cudaHostGetDevicePointer(&b.dev, b.p, 0);
         if (ce != cudaSuccess) {
             cudaGetLastError();
-            b.dev = NULL; /* not mapped: mapped mode copies it instead (cuda_plan.c) */
+            b.dev = NULL; /* not mapped: runs copy it to the device instead (cuda_plan.c) */
+            if (s->io == BD_IO_MAPPED)
+                bd_notes_add(s->notes, BD_CUDA_IO_ENV "=mapped: an input buffer has no device mapping "
+                             "(cudaHostGetDevicePointer: %s): runs copy it to the device instead",
+                             cudaGetErrorString(ce));
         }
     }
     s->shared[s->n_shared++] = b;
