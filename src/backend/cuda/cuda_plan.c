@@ -26,6 +26,7 @@ typedef struct cuda_plan {
                            * managed, out_data itself */
     unsigned char *out_run; /* per graph output: 1 when a kernel of the plan writes it */
     int io;               /* the I/O mode the buffers were made in */
+    int no_discard;       /* managed: the discard call failed once; plain prefetches since */
     cudaEvent_t *ev;      /* per plan event */
     cudaEvent_t *fork;    /* per stream: [0] forks the other streams off stream 0, [s] joins s back */
     void **cache;         /* per live node: the family's cache slot */
@@ -425,29 +426,43 @@ fail:
 
 /* Managed outputs before a run: the last run's contents are dropped and the
  * pages mapped on the device, so that the kernels' writes neither fault nor
- * bring the stale bytes back (without the discard call, a plain prefetch). */
+ * bring the stale bytes back. Where the discard call is missing or refused,
+ * a plain prefetch (which moves the stale bytes), and a note says so. */
 static braid_status outputs_to_device(cuda_state *s, cuda_plan *cp, bd_prepared *p, cudaStream_t s0, bd_err *e)
 {
     braid_status st = BRAID_OK;
     const bd_graph *g = p->g;
 #if CUDART_VERSION >= 13000
-    void *ptr[64];
-    size_t size[64], n = 0, first = 0;
-    struct cudaMemLocation loc = where(s, 0);
-    for (int o = 0; o < g->n_outputs; o++) {
-        if (!cp->out_run[o] || !p->out_bytes[o]) continue;
-        ptr[n] = p->out_data[o];
-        size[n++] = p->out_bytes[o];
-        if (n == 64) {
-            BD_CUDA_TRY(e, cudaMemDiscardAndPrefetchBatchAsync(ptr, size, n, &loc, &first, 1, 0, s0));
-            n = 0;
+    if (!cp->no_discard) {
+        void *ptr[64];
+        size_t size[64], n = 0, first = 0;
+        struct cudaMemLocation loc = where(s, 0);
+        for (int o = 0; o <= g->n_outputs; o++) {
+            if (o < g->n_outputs && cp->out_run[o] && p->out_bytes[o]) {
+                ptr[n] = p->out_data[o];
+                size[n++] = p->out_bytes[o];
+            }
+            if (n && (n == 64 || o == g->n_outputs)) {
+                cudaError_t ce = cudaMemDiscardAndPrefetchBatchAsync(ptr, size, n, &loc, &first, 1, 0, s0);
+                n = 0;
+                if (ce == cudaSuccess) continue;
+                if (bd_cu_sticky(ce)) {
+                    st = bd_cu_fail_cuda(e, "cudaMemDiscardAndPrefetchBatchAsync", ce, __FILE__, __LINE__);
+                    goto fail;
+                }
+                cudaGetLastError();
+                cp->no_discard = 1;
+                bd_notes_add(s->notes, BD_CUDA_IO_ENV "=managed: cudaMemDiscardAndPrefetchBatchAsync failed (%s): "
+                             "outputs are prefetched to the device with their stale contents instead",
+                             cudaGetErrorString(ce));
+                break;
+            }
         }
+        if (!cp->no_discard) return BRAID_OK;
     }
-    if (n) BD_CUDA_TRY(e, cudaMemDiscardAndPrefetchBatchAsync(ptr, size, n, &loc, &first, 1, 0, s0));
-#else
+#endif
     for (int o = 0; o < g->n_outputs; o++)
         if (cp->out_run[o]) BD_TRY(prefetch(s, p->out_data[o], p->out_bytes[o], 0, s0, e));
-#endif
     return BRAID_OK;
 fail:
     return st;
