@@ -157,6 +157,13 @@ braid_status braid_options_set_tf32(braid_options *o, int enable);
  * the branches concurrently is worth less (default on). 0 keeps every Add a
  * node of its own, e.g. to measure what folding gains. */
 braid_status braid_options_set_fold(braid_options *o, int enable);
+/* The most cuDNN workspace a CUDA session gives the convolutions of one
+ * stream, in MiB (0 to 65536; default 64; 0 allows only algorithms that need
+ * none). The first run of each convolution shape in a process times cuDNN's
+ * candidate algorithms that fit (BRAID_CUDA_TUNE=0 in the environment keeps
+ * cuDNN's heuristic order instead) and keeps the fastest for every later
+ * session of that process. */
+braid_status braid_options_set_cuda_workspace(braid_options *o, int64_t mib);
 /* Chrome trace-event JSON written at session destruction; NULL turns it off. */
 braid_status braid_options_set_profile(braid_options *o, const char *path);
 
@@ -170,6 +177,34 @@ braid_backend braid_session_backend(const braid_session *s);
  * ...", "the CUDA backend library could not be loaded: ..."); "" when it runs
  * on CUDA or the backend was named. Owned by the session. */
 const char *braid_session_backend_note(const braid_session *s);
+/* The device a CUDA session runs on and the library versions it loaded, one
+ * line: "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB, 3352 GB/s); driver
+ * 580.65.06 (CUDA 13.0); runtime 13.0; cuDNN 9.19.0; cuBLAS 13.1.0; I/O
+ * staged" (cuDNN and cuBLAS as loaded at run time, with the versions braid
+ * was built with when they differ). "" on the CPU. Owned by the session. */
+const char *braid_session_device_info(const braid_session *s);
+/* Notes: what the session did other than what it was asked, one sentence
+ * each (a CUDA graph that could not be captured, a cuDNN algorithm refused,
+ * an I/O mode the device cannot do), oldest first; equal notes are kept once.
+ * braid never falls back silently: a fallback it takes is a note. Note i is
+ * "" past the count; the text lives as long as the session. */
+int braid_session_note_count(const braid_session *s);
+const char *braid_session_note(const braid_session *s, int i);
+
+/* CUDA graphs (braid_options_set_cuda_graph), for the plan of the session's
+ * most recent run: the first run of a plan runs node by node and captures
+ * the plan at its end; later runs replay the graph. When capturing fails the
+ * plan runs node by node, error says why, and a note says so too. */
+typedef struct braid_graph_info {
+    int requested;    /* the session asked for CUDA graphs and runs on CUDA */
+    int captured;     /* the plan holds a captured graph */
+    int failed;       /* capturing failed, or cannot be done (BRAID_CUDA_SYNC): runs go uncaptured */
+    long replays;     /* runs of the plan that replayed its graph */
+    long uncaptured;  /* runs of the plan that ran node by node */
+    const char *error; /* why capturing failed; "" otherwise; valid until the plan is dropped */
+} braid_graph_info;
+braid_status braid_session_graph_info(braid_session *s, braid_graph_info *out);
+
 /* Runs the model. inputs[i] is graph input i (braid_model_input_info order);
  * n_inputs must equal the input count. outputs[i] receives graph output i
  * (n_outputs may be smaller than the output count): braid fills every field,
@@ -188,11 +223,15 @@ const char *braid_session_error(const braid_session *s);
 /* Host-shared input buffers. Returns in *data a buffer owned by the session,
  * large enough for input i at the given shape (shape->dtype and dims are
  * read), that both the host and the device can use: plain memory on the CPU
- * backend, CUDA managed memory (prefetched to the device on use) on the CUDA
- * backend. Write the input there and pass the same pointer in
- * braid_session_run's inputs[i].data: braid then copies nothing. The buffer
- * lives until the next call for the same input or the session's end. Output
- * buffers are always the session's own (braid_tensor.data after a run). */
+ * backend; on the CUDA backend, pinned host memory that a run moves to the
+ * device in one DMA (the default), reads in place, or managed memory
+ * prefetched to the device (BRAID_CUDA_IO=staged|mapped|managed, see
+ * README). Write the input there and pass the same pointer in
+ * braid_session_run's inputs[i].data: braid then makes no host copy and the
+ * host's writes cause no page faults (an input in ordinary memory costs a
+ * pageable copy instead). The buffer lives until the next call for the same
+ * input or the session's end. Output buffers are always the session's own
+ * (braid_tensor.data after a run), host memory of the same kind. */
 braid_status braid_session_input_buffer(braid_session *s, int i, const braid_tensor *shape, void **data);
 /* How many CUDA streams and events the session holds now (0 on the CPU).
  * For tests and monitoring: they all go when the session is destroyed. */

@@ -29,22 +29,24 @@ static inline unsigned bd_cu_grid(int64_t n, int block = BD_CU_BLOCK)
     return (unsigned)g;
 }
 
-/* Checks the launch just made; returns a DEVICE failure from the launcher. */
+/* Checks the launch just made; returns a DEVICE failure from the launcher
+ * ("launch of WHAT: ERROR"). Under BRAID_CUDA_SYNC=1 it also waits for the
+ * kernel, so that a fault in it is reported here, naming WHAT. */
 #define BD_CU_CHECK_LAUNCH(k, what)                                                                \
     do {                                                                                           \
         cudaError_t ce_ = cudaGetLastError();                                                      \
-        if (ce_ != cudaSuccess)                                                                    \
-            return BD_FAIL((k)->err, BRAID_ERR_DEVICE, "launch of %s failed: %s", (what),          \
-                           cudaGetErrorString(ce_));                                               \
+        if (ce_ != cudaSuccess) return bd_cu_fail_launch((k)->err, (what), ce_, __FILE__, __LINE__); \
+        braid_status bs_ = bd_cu_after((k)->err, (what));                                          \
+        if (bs_ != BRAID_OK) return bs_;                                                           \
     } while (0)
 
 /* Same for a runtime call (memcpy, memset) made by a launcher. */
 #define BD_CU_CHECK_CALL(k, call)                                                                  \
     do {                                                                                           \
         cudaError_t ce_ = (call);                                                                  \
-        if (ce_ != cudaSuccess)                                                                    \
-            return BD_FAIL((k)->err, BRAID_ERR_DEVICE, "%s failed: %s", #call,                     \
-                           cudaGetErrorString(ce_));                                               \
+        if (ce_ != cudaSuccess) return bd_cu_fail_cuda((k)->err, #call, ce_, __FILE__, __LINE__);  \
+        braid_status bs_ = bd_cu_after((k)->err, #call);                                           \
+        if (bs_ != BRAID_OK) return bs_;                                                           \
     } while (0)
 
 /* The grid-stride loop over [0, n). */

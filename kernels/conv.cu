@@ -5,14 +5,23 @@
  * asymmetric Conv first copies its input into a zero-padded scratch, and an
  * asymmetric (or negatively padded) ConvTranspose computes the uncropped
  * output into scratch and crops it. Descriptors and the algorithm are chosen
- * once per node (shapes are fixed per plan) and kept in the node's cache. */
+ * once per node (shapes are fixed per plan) and kept in the node's cache. The
+ * algorithm: on the first run of a shape in the process, cuDNN's candidates
+ * that fit the stream's workspace are timed on the node's own tensors and the
+ * fastest is kept in a process-wide cache (bd_algo_choose, bd_algo_cache in
+ * src/backend/cuda_logic.c); without timing, the heuristic's order. Tensors
+ * past cuDNN's limits are refused before any cuDNN call. */
 #include <limits.h>
+#include <stdlib.h>
 
 #include "common.cuh"
 
 extern "C" {
+#include "backend/cuda_logic.h"
 #include "ops/conv.h"
 }
+
+#define TIMING_REPS 3 /* timed runs per candidate, after one warm-up run */
 
 enum conv_mode {
     CONV_DIRECT = 0,      /* Conv, symmetric pads */
@@ -39,7 +48,15 @@ struct conv_cache {
     plane3 img, tmp_img;                /* the planes of the real tensor and of the scratch */
     int64_t off[3];                     /* scratch index = real index + off (per spatial dim) */
     int64_t planes;                     /* N * channels of the tensor that is padded or cropped */
+    int inject;                         /* BRAID_CUDA_TEST_FAULT names this node (see below) */
 };
+
+/* A test hook for the fault reports (tests/gpu, scripts/gpu-check): the node
+ * named by BRAID_CUDA_TEST_FAULT hands cuDNN an unmapped input address, so
+ * that its convolution faults with an illegal memory access, asynchronously,
+ * as a real bug would. Never set otherwise. */
+#define TEST_FAULT_ENV "BRAID_CUDA_TEST_FAULT"
+static const void *const test_fault_address = (const void *)(uintptr_t)0x100;
 
 /* ---- kernels ------------------------------------------------------------------------ */
 
@@ -129,28 +146,6 @@ static plane3 planes_of(const int64_t *sp, int nsp)
     return plane3{v[0], v[1], v[2]};
 }
 
-/* Picks the first algorithm (best first) whose workspace fits and whose math
- * obeys the TF32 setting (plain FMA first when TF32 is off; then the default
- * math, which the FMA descriptor still restricts); IMPLICIT_GEMM (no
- * workspace, plain FMA) when none fits. */
-template <class Perf> static int pick(const Perf *perf, int n, size_t ws, int tf32, size_t *need,
-                                      cudnnMathType_t *math, int fallback)
-{
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < n; i++) {
-            if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws) continue;
-            /* ALLOW_CONVERSION computes FP32 data in FP16: never, TF32 or not. */
-            if (perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
-            if (!tf32 && perf[i].mathType != (pass ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)) continue;
-            *need = perf[i].memory;
-            *math = tf32 ? perf[i].mathType : CUDNN_FMA_MATH;
-            return (int)perf[i].algo;
-        }
-    *need = 0;
-    *math = CUDNN_FMA_MATH;
-    return fallback;
-}
-
 /* Sets the math type the chosen algorithm runs with and its exact workspace
  * under it; an algorithm that math type refuses (or that needs more than the
  * stream's workspace) falls back to the one that always runs. ws_of(algo,
@@ -174,6 +169,157 @@ fail:
     return st;
 }
 
+static const char *math_name(int m)
+{
+    switch (m) {
+    case CUDNN_DEFAULT_MATH: return "default";
+    case CUDNN_TENSOR_OP_MATH: return "tensor-op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor-op with conversion";
+    case CUDNN_FMA_MATH: return "FMA";
+    default: return "unknown";
+    }
+}
+
+/* The convolution itself with algorithm algo (forward, or backward data for
+ * ConvTranspose) from x into y, with ws bytes of the stream's workspace. */
+static cudnnStatus_t conv_call(const bd_cuda_kernel *k, const conv_cache *c, int tr, int algo, size_t ws,
+                               const void *x, const void *w, void *y)
+{
+    const float one = 1.0f, zero = 0.0f;
+    if (!tr)
+        return cudnnConvolutionForward(k->cudnn, &one, c->xd, x, c->wd, w, c->cd, (cudnnConvolutionFwdAlgo_t)algo,
+                                       k->workspace, ws, &zero, c->yd, y);
+    return cudnnConvolutionBackwardData(k->cudnn, &one, c->wd, w, c->xd, x, c->cd,
+                                        (cudnnConvolutionBwdDataAlgo_t)algo, k->workspace, ws, &zero, c->yd, y);
+}
+
+static cudnnStatus_t ws_of(const bd_cuda_kernel *k, const conv_cache *c, int tr, int algo, size_t *need)
+{
+    if (!tr)
+        return cudnnGetConvolutionForwardWorkspaceSize(k->cudnn, c->xd, c->wd, c->cd, c->yd,
+                                                       (cudnnConvolutionFwdAlgo_t)algo, need);
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(k->cudnn, c->wd, c->xd, c->cd, c->yd,
+                                                        (cudnnConvolutionBwdDataAlgo_t)algo, need);
+}
+
+/* The timing source of bd_algo_choose: the candidate runs once to warm up,
+ * then TIMING_REPS times between two events on the node's stream, on the
+ * node's own tensors (the output is written again by the real run). */
+struct time_ctx {
+    const bd_cuda_kernel *k;
+    conv_cache *c;
+    int tr;
+    const void *x, *w;
+    void *y;
+    cudaEvent_t a, b;
+};
+
+static int time_candidate(void *vctx, const bd_algo_cand *cand, double *ms)
+{
+    time_ctx *t = (time_ctx *)vctx;
+    size_t need = 0;
+    if (cudnnSetConvolutionMathType(t->c->cd, (cudnnMathType_t)cand->math) != CUDNN_STATUS_SUCCESS) return 1;
+    if (ws_of(t->k, t->c, t->tr, cand->algo, &need) != CUDNN_STATUS_SUCCESS || need > t->k->workspace_size) return 1;
+    for (int r = 0; r <= TIMING_REPS; r++) {
+        if (r == 1 && cudaEventRecord(t->a, t->k->stream) != cudaSuccess) return cudaGetLastError(), 1;
+        if (conv_call(t->k, t->c, t->tr, cand->algo, need, t->x, t->w, t->y) != CUDNN_STATUS_SUCCESS) {
+            cudaGetLastError();
+            return 1;
+        }
+    }
+    float f = 0;
+    if (cudaEventRecord(t->b, t->k->stream) != cudaSuccess || cudaEventSynchronize(t->b) != cudaSuccess ||
+        cudaEventElapsedTime(&f, t->a, t->b) != cudaSuccess) {
+        cudaGetLastError();
+        return 1;
+    }
+    *ms = (double)f / TIMING_REPS;
+    return 0;
+}
+
+/* The algorithm of c: the process-wide cache's, else chosen now (timed when
+ * k->tune, outside a capture), then settled (its exact workspace under its
+ * math type). Every fallback taken is a note. key: the geometry as cuDNN
+ * sees it. */
+static braid_status choose_algo(const bd_cuda_kernel *k, conv_cache *c, int tr, bd_algo_key *key)
+{
+    braid_status st = BRAID_OK;
+    bd_err *e = k->err;
+    int *algo = tr ? &c->bwd_algo : &c->fwd_algo;
+    int fallback = tr ? (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 : (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    bd_algo_pick pick;
+    time_ctx t = {k, c, tr, NULL, NULL, NULL, NULL, NULL};
+    key->v[0] = tr ? 2 : 1;
+    key->v[1] = k->device;
+    key->v[2] = k->allow_tf32;
+    key->v[3] = (int64_t)k->workspace_size;
+    key->v[4] = k->tune;
+    if (!bd_algo_cache_get(key, &pick)) {
+        bd_algo_cand cands[CUDNN_CONVOLUTION_FWD_ALGO_COUNT + CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        int got = 0, n = 0;
+        if (!tr) {
+            cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+            BD_CUDNN_TRY(e, cudnnGetConvolutionForwardAlgorithm_v7(k->cudnn, c->xd, c->wd, c->cd, c->yd,
+                                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+            for (int i = 0; i < got; i++)
+                if (perf[i].status == CUDNN_STATUS_SUCCESS)
+                    cands[n++] = bd_algo_cand{(int)perf[i].algo, (int)perf[i].mathType, perf[i].memory};
+        } else {
+            cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+            BD_CUDNN_TRY(e, cudnnGetConvolutionBackwardDataAlgorithm_v7(k->cudnn, c->wd, c->xd, c->cd, c->yd,
+                                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got,
+                                                                        perf));
+            for (int i = 0; i < got; i++)
+                if (perf[i].status == CUDNN_STATUS_SUCCESS)
+                    cands[n++] = bd_algo_cand{(int)perf[i].algo, (int)perf[i].mathType, perf[i].memory};
+        }
+        cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+        if (cudaStreamIsCapturing(k->stream, &cap) != cudaSuccess) cudaGetLastError();
+        int timing = k->tune && cap == cudaStreamCaptureStatusNone;
+        if (timing) {
+            t.x = c->mode == CONV_PADDED ? c->tmp : k->in[0].data;
+            t.w = k->in[1].data;
+            t.y = c->mode == CONVT_CROPPED ? c->tmp : k->out[0].data;
+            if (cudaEventCreate(&t.a) != cudaSuccess || cudaEventCreate(&t.b) != cudaSuccess) {
+                cudaGetLastError();
+                timing = 0;
+            }
+        }
+        bd_algo_choose(cands, n, k->workspace_size, k->allow_tf32, timing ? time_candidate : NULL, &t, fallback,
+                       &pick);
+        if (t.a) cudaEventDestroy(t.a);
+        if (t.b) cudaEventDestroy(t.b);
+        t.a = t.b = NULL;
+        if (pick.fallback)
+            bd_cu_note(k, "no cuDNN algorithm fits the %zu MiB workspace under the math rule (TF32 %s): runs "
+                       "algorithm %d, which needs none", k->workspace_size >> 20, k->allow_tf32 ? "on" : "off",
+                       fallback);
+        else if (timing && !pick.tuned)
+            bd_cu_note(k, "cuDNN refused every one of the %d candidate algorithms it was timed with: runs its "
+                       "heuristic's first choice (algorithm %d) untimed", pick.timed, pick.algo);
+    }
+    {
+        int chosen = pick.algo;
+        *algo = chosen;
+        BD_TRY(settle(k, c, algo, fallback, (cudnnMathType_t)pick.math,
+                      [&](int a, size_t *need) { return ws_of(k, c, tr, a, need); }));
+        if (*algo != chosen) {
+            bd_cu_note(k, "cuDNN refused algorithm %d under %s math within the %zu MiB workspace: runs algorithm "
+                       "%d instead", chosen, math_name(pick.math), k->workspace_size >> 20, *algo);
+            pick.algo = *algo;
+            pick.math = k->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+            pick.tuned = 0;
+        }
+        pick.ws = c->ws_need;
+        bd_algo_cache_put(key, &pick);
+    }
+    return BRAID_OK;
+fail:
+    if (t.a) cudaEventDestroy(t.a);
+    if (t.b) cudaEventDestroy(t.b);
+    return st;
+}
+
 static braid_status setup(const bd_cuda_kernel *k, conv_cache **out)
 {
     braid_status st = BRAID_OK;
@@ -183,6 +329,11 @@ static braid_status setup(const bd_cuda_kernel *k, conv_cache **out)
     conv_cache *c = (conv_cache *)bd_calloc(1, sizeof *c);
     BD_CHECK_ALLOC(e, c);
     BD_TRY(bd_conv_geometry(k->node, &k->in[0], &k->in[1], b, &c->g, e));
+    BD_TRY(bd_cudnn_conv_limits(k->node, &k->in[0], &k->in[1], &k->out[0], e)); /* before any cuDNN call */
+    {
+        const char *f = getenv(TEST_FAULT_ENV);
+        c->inject = f && !strcmp(f, k->node->name);
+    }
     {
         const bd_conv_geom &g = c->g;
         int nsp = g.nsp, nsp2 = nsp < 2 ? 2 : nsp, nb = 2 + nsp2;
@@ -304,32 +455,15 @@ static braid_status setup(const bd_cuda_kernel *k, conv_cache **out)
                 goto fail;
             }
         }
-        /* The algorithm, once. */
-        int got = 0;
-        cudnnMathType_t math = CUDNN_FMA_MATH;
-        if (!tr) {
-            cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-            BD_CUDNN_TRY(e, cudnnGetConvolutionForwardAlgorithm_v7(k->cudnn, c->xd, c->wd, c->cd, c->yd,
-                                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
-            c->fwd_algo = pick(perf, got, k->workspace_size, k->allow_tf32, &c->ws_need, &math,
-                               (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
-            BD_TRY(settle(k, c, &c->fwd_algo, (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, math,
-                          [&](int algo, size_t *need) {
-                              return cudnnGetConvolutionForwardWorkspaceSize(k->cudnn, c->xd, c->wd, c->cd, c->yd,
-                                                                             (cudnnConvolutionFwdAlgo_t)algo, need);
-                          }));
-        } else {
-            cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-            BD_CUDNN_TRY(e, cudnnGetConvolutionBackwardDataAlgorithm_v7(k->cudnn, c->wd, c->xd, c->cd, c->yd,
-                                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
-            c->bwd_algo = pick(perf, got, k->workspace_size, k->allow_tf32, &c->ws_need, &math,
-                               (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_0);
-            BD_TRY(settle(k, c, &c->bwd_algo, (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, math,
-                          [&](int algo, size_t *need) {
-                              return cudnnGetConvolutionBackwardDataWorkspaceSize(
-                                  k->cudnn, c->wd, c->xd, c->cd, c->yd, (cudnnConvolutionBwdDataAlgo_t)algo, need);
-                          }));
-        }
+        /* The algorithm: keyed by the geometry cuDNN sees. */
+        bd_algo_key key;
+        memset(&key, 0, sizeof key);
+        int64_t *kv = key.v + 5;
+        *kv++ = c->mode;
+        *kv++ = g.n, *kv++ = g.c_in, *kv++ = g.c_out, *kv++ = g.group, *kv++ = nsp;
+        for (int i = 0; i < nsp2; i++) *kv++ = pads[i], *kv++ = strides[i], *kv++ = dil[i], *kv++ = wdims[2 + i];
+        for (int i = 0; i < nsp; i++) *kv++ = x_sp[i], *kv++ = y_sp[i];
+        BD_TRY(choose_algo(k, c, tr, &key));
     }
     *out = c;
     return BRAID_OK;
@@ -374,6 +508,7 @@ extern "C" braid_status bd_cuda_conv(const bd_cuda_kernel *k)
                 BD_CU_CHECK_LAUNCH(k, "the convolution's padding kernel");
                 src = (const float *)c->tmp;
             }
+            if (c->inject) src = (const float *)test_fault_address;
             BD_CUDNN_TRY(e, cudnnConvolutionForward(k->cudnn, &one, c->xd, src, c->wd, w, c->cd,
                                                     (cudnnConvolutionFwdAlgo_t)c->fwd_algo, k->workspace,
                                                     c->ws_need, &zero, c->yd, y));
@@ -389,6 +524,7 @@ extern "C" braid_status bd_cuda_conv(const bd_cuda_kernel *k)
             break;
         }
         case CONVT_DIRECT:
+            if (c->inject) x = (const float *)test_fault_address;
             BD_CUDNN_TRY(e, cudnnConvolutionBackwardData(k->cudnn, &one, c->wd, w, c->xd, x, c->cd,
                                                          (cudnnConvolutionBwdDataAlgo_t)c->bwd_algo, k->workspace,
                                                          c->ws_need, &zero, c->yd, y));

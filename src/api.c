@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/notes.h"
 #include "onnx/onnx.h"
 #include "api_internal.h"
 
@@ -36,6 +37,7 @@ struct braid_session {
     void **in_buf;                  /* per graph input: host-shared buffer, or NULL */
     char err[1100];
     char backend_note[600];         /* why AUTO chose the CPU */
+    bd_notes notes;                 /* what the backend did instead of what was asked */
 };
 
 static _Thread_local char tls_err[1100];
@@ -163,6 +165,7 @@ braid_status braid_options_create(braid_options **out)
     *out = bd_calloc(1, sizeof **out);
     if (!*out) return thread_fail(BRAID_ERR_OUT_OF_MEMORY, "out of memory");
     (*out)->backend = BRAID_BACKEND_AUTO;
+    (*out)->x.cuda_workspace = -1;
     return BRAID_OK;
 }
 
@@ -221,6 +224,12 @@ braid_status braid_options_set_fold(braid_options *o, int enable)
     o->x.no_fold = enable == 0;
     return BRAID_OK;
 }
+braid_status braid_options_set_cuda_workspace(braid_options *o, int64_t mib)
+{
+    OPT_CHECK(o, mib >= 0 && mib <= 65536, "the CUDA workspace must be 0 to 65536 MiB");
+    o->x.cuda_workspace = mib << 20;
+    return BRAID_OK;
+}
 braid_status braid_options_set_profile(braid_options *o, const char *path)
 {
     OPT_CHECK(o, 1, "");
@@ -239,13 +248,16 @@ braid_status braid_session_create(const braid_model *m, const braid_options *o, 
     if (!out) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_session_create: out is NULL");
     *out = NULL;
     if (!m) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_session_create: model is NULL");
-    braid_options defaults = {.backend = BRAID_BACKEND_AUTO};
+    braid_options defaults = {.backend = BRAID_BACKEND_AUTO, .x.cuda_workspace = -1};
     if (!o) o = &defaults;
     braid_session *s = bd_calloc(1, sizeof *s);
     if (!s) return thread_fail(BRAID_ERR_OUT_OF_MEMORY, "out of memory");
     s->m = m;
     s->x = o->x;
+    bd_notes_init(&s->notes);
+    s->x.notes = &s->notes;
     if (o->profile_path && !(s->profile_path = bd_strdup(o->profile_path))) {
+        bd_notes_destroy(&s->notes);
         bd_free(s);
         return thread_fail(BRAID_ERR_OUT_OF_MEMORY, "out of memory");
     }
@@ -255,6 +267,7 @@ braid_status braid_session_create(const braid_model *m, const braid_options *o, 
     const bd_cuda_module *cu = o->backend != BRAID_BACKEND_CPU ? bd_cuda_module_load(why, sizeof why) : NULL;
     int have = cu && cu->probe(why, sizeof why);
     if (o->backend == BRAID_BACKEND_CUDA && !have) {
+        bd_notes_destroy(&s->notes);
         bd_free(s->profile_path);
         bd_free(s);
         return thread_fail(BRAID_ERR_NO_DEVICE, "the CUDA backend was asked for but %s%s",
@@ -265,6 +278,7 @@ braid_status braid_session_create(const braid_model *m, const braid_options *o, 
                                                         cu ? "no CUDA device answers: " : "", why);
     bd_err e = {0};
     if (s->be->open(&m->g, &s->x, &s->bstate, &e) != BRAID_OK) {
+        bd_notes_destroy(&s->notes);
         bd_free(s->profile_path);
         bd_free(s);
         return set_error(tls_err, &e);
@@ -277,6 +291,50 @@ braid_status braid_session_create(const braid_model *m, const braid_options *o, 
 braid_backend braid_session_backend(const braid_session *s) { return s ? s->kind : BRAID_BACKEND_CPU; }
 
 const char *braid_session_backend_note(const braid_session *s) { return s ? s->backend_note : ""; }
+
+const char *braid_session_device_info(const braid_session *s)
+{
+    if (!s || !s->be->device_info) return "";
+    const char *t = s->be->device_info(s->bstate, NULL);
+    return t ? t : "";
+}
+
+int braid_session_note_count(const braid_session *s)
+{
+    return s ? bd_notes_count((bd_notes *)&s->notes) : 0;
+}
+
+const char *braid_session_note(const braid_session *s, int i)
+{
+    return s ? bd_notes_get((bd_notes *)&s->notes, i) : "";
+}
+
+braid_status braid_session_graph_info(braid_session *s, braid_graph_info *out)
+{
+    if (!s || !out) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_session_graph_info: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->error = "";
+    pthread_mutex_lock(&s->mu);
+    out->requested = s->x.cuda_graph && s->kind == BRAID_BACKEND_CUDA;
+    if (s->cache[0] && s->be->graph_info) {
+        bd_graph_report r = {.error = ""};
+        s->be->graph_info(s->bstate, s->cache[0], &r);
+        out->captured = r.captured;
+        out->failed = r.failed;
+        out->replays = r.replays;
+        out->uncaptured = r.uncaptured;
+        out->error = r.error ? r.error : "";
+    }
+    pthread_mutex_unlock(&s->mu);
+    return BRAID_OK;
+}
+
+double bd_session_mem_bandwidth(const braid_session *s)
+{
+    double bw = 0;
+    if (s && s->be->device_info) s->be->device_info(s->bstate, &bw);
+    return bw;
+}
 
 static void json_str(FILE *f, const char *s)
 {
@@ -401,6 +459,7 @@ void braid_session_destroy(braid_session *s)
     bd_free(s->in_buf);
     s->be->close(s->bstate);
     pthread_mutex_destroy(&s->mu);
+    bd_notes_destroy(&s->notes);
     bd_free(s->profile_path);
     bd_free(s);
 }

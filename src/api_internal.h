@@ -15,4 +15,7 @@ struct bd_err;
 braid_status bd_session_plan(braid_session *s, const braid_tensor *inputs, const struct bd_prepared **out,
                              struct bd_err *e);
 
+/* The session's device memory bandwidth in bytes/s (0 on the CPU). */
+double bd_session_mem_bandwidth(const braid_session *s);
+
 #endif

@@ -18,7 +18,19 @@ typedef struct bd_exec_opts {
     int profile;     /* collect per-node timings into the trace */
     int allow_tf32;  /* CUDA: let cuDNN and cuBLAS use TF32 tensor cores (default off) */
     int no_fold;     /* no plan-time Conv+Add folds (bd_inst_fuse_add) */
+    int64_t cuda_workspace;  /* CUDA: cuDNN workspace per stream, bytes; < 0: BD_CUDA_WORKSPACE_DEFAULT */
+    struct bd_notes *notes;  /* the session's notes (backend/notes.h): where a backend says what it did
+                              * instead of what was asked; set by the session, NULL in options */
 } bd_exec_opts;
+
+/* What a backend did with one plan's CUDA graph (bd_backend.graph_info). */
+typedef struct bd_graph_report {
+    int captured;      /* the plan holds a captured graph that its runs replay */
+    int failed;        /* capture was tried and failed (or cannot be tried): the plan runs uncaptured */
+    long replays;      /* runs of the plan that replayed the graph */
+    long uncaptured;   /* runs of the plan that enqueued node by node */
+    const char *error; /* why it failed, "" otherwise; owned by the plan */
+} bd_graph_report;
 
 /* One slice of the profile: a node run on a stream. */
 typedef struct bd_trace_event {
@@ -74,6 +86,12 @@ typedef struct bd_backend {
      * 0: none does (a node gets 1/streams of the device). The plan-time
      * Conv+Add fusion weighs concurrency with it (bd_inst_fuse_add). */
     double fill_cost;
+    /* One line naming the device and the library versions the session runs
+     * with, and the device's memory bandwidth in bytes/s (optional: the CPU
+     * has none). */
+    const char *(*device_info)(void *state, double *mem_bw);
+    /* How plan p used a CUDA graph (optional). */
+    void (*graph_info)(void *state, const bd_prepared *p, bd_graph_report *r);
 } bd_backend;
 
 extern const bd_backend bd_backend_cpu;
@@ -96,6 +114,9 @@ typedef struct bd_cuda_module {
     /* The process's live CUDA objects, all sessions together: streams,
      * events, cuDNN handles, cuBLAS handles, allocations, CUDA graphs. */
     void (*global_counts)(long live[6]);
+    /* The process-wide cache of tuned cuDNN algorithms (cuda_logic.h): lookups
+     * that found a choice, lookups that did not, choices kept. */
+    void (*algo_stats)(long *hits, long *misses, int *entries);
 } bd_cuda_module;
 #define BD_CUDA_MODULE_ABI                                                                            \
     ((unsigned long)sizeof(bd_backend) * 1000003ul + sizeof(bd_prepared) * 10007ul +               \

@@ -21,6 +21,8 @@ typedef struct cli_opts {
     const char *profile;
     braid_backend backend;
     int streams, threads, cuda_graph, tf32, no_fold;
+    int cuda_workspace;   /* MiB, -1 = the default */
+    int io_buffers;       /* bench: inputs written into the session's host-shared buffers, outputs read */
     int iterations, warmup;
     double atol, rtol;
     int have_atol, have_rtol;
@@ -39,6 +41,12 @@ void cli_free_tensors(braid_tensor *t, int n);
 /* Reads a .npy or TensorProto .pb file. */
 braid_status cli_read_tensor(const char *path, braid_tensor *t, char *err, size_t n);
 void cli_print_summary(FILE *f, const char *name, const braid_tensor *t);
+/* What a session says about itself: its device and library versions (CUDA
+ * only), its notes (every fallback it took), and how the plan of its last run
+ * used a CUDA graph (when one was asked for); each line starts with prefix. */
+void cli_print_device(FILE *f, const braid_session *s, const char *prefix);
+void cli_print_notes(FILE *f, const braid_session *s, const char *prefix);
+void cli_print_graph(FILE *f, braid_session *s, const char *prefix);
 
 int cli_run(const cli_opts *o);
 int cli_info(const cli_opts *o);

@@ -23,6 +23,7 @@ braid_status cli_session(const cli_opts *o, const braid_model *m, int max_stream
     if (!st) st = braid_options_set_cuda_graph(opt, o->cuda_graph);
     if (!st) st = braid_options_set_tf32(opt, o->tf32);
     if (!st) st = braid_options_set_fold(opt, !o->no_fold);
+    if (!st && o->cuda_workspace >= 0) st = braid_options_set_cuda_workspace(opt, o->cuda_workspace);
     if (!st && o->profile) st = braid_options_set_profile(opt, o->profile);
     if (!st) st = braid_session_create(m, opt, s);
     braid_options_destroy(opt);
@@ -172,6 +173,31 @@ void cli_print_summary(FILE *f, const char *name, const braid_tensor *t)
     fprintf(f, "\n");
 }
 
+void cli_print_device(FILE *f, const braid_session *s, const char *prefix)
+{
+    const char *d = braid_session_device_info(s);
+    if (d[0]) fprintf(f, "%sdevice %s\n", prefix, d);
+}
+
+void cli_print_notes(FILE *f, const braid_session *s, const char *prefix)
+{
+    for (int i = 0; i < braid_session_note_count(s); i++) fprintf(f, "%snote: %s\n", prefix, braid_session_note(s, i));
+}
+
+void cli_print_graph(FILE *f, braid_session *s, const char *prefix)
+{
+    braid_graph_info gi;
+    if (braid_session_graph_info(s, &gi) != BRAID_OK || !gi.requested) return;
+    if (gi.captured)
+        fprintf(f, "%scuda graph: captured; %ld run(s) replayed it, %ld ran node by node (the first, which captures it)\n",
+                prefix, gi.replays, gi.uncaptured);
+    else if (gi.failed)
+        fprintf(f, "%scuda graph: NOT USED, capture failed: %s; all %ld run(s) went node by node\n", prefix, gi.error,
+                gi.uncaptured);
+    else
+        fprintf(f, "%scuda graph: not captured yet (a plan is captured at the end of its first run)\n", prefix);
+}
+
 int cli_run(const cli_opts *o)
 {
     braid_model *m = NULL;
@@ -189,7 +215,10 @@ int cli_run(const cli_opts *o)
     const char *note = braid_session_backend_note(s);
     fprintf(stderr, "braid: backend %s%s%s%s\n", braid_session_backend(s) == BRAID_BACKEND_CUDA ? "cuda" : "cpu",
             note[0] ? " (" : "", note, note[0] ? ")" : "");
-    if ((st = braid_session_run(s, n_in, ins, n_out, outs))) { cli_fail("%s", braid_session_error(s)); rc = cli_status_exit(st); goto done; }
+    cli_print_device(stderr, s, "braid: ");
+    st = braid_session_run(s, n_in, ins, n_out, outs);
+    cli_print_notes(stderr, s, "braid: ");
+    if (st) { cli_fail("%s", braid_session_error(s)); rc = cli_status_exit(st); goto done; }
     if (o->output_dir) mkdir(o->output_dir, 0755);
     for (int i = 0; i < n_out; i++) {
         braid_value_info vi;

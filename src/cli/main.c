@@ -21,6 +21,8 @@ static const char usage[] =
     "  --cuda-graph              (capture the run once as a CUDA graph)\n"
     "  --tf32                    (let cuBLAS/cuDNN use TF32 for fp32 work)\n"
     "  --no-fold                 (keep every Add apart from the Conv that feeds it)\n"
+    "  --cuda-workspace MB       (cuDNN workspace per stream; default 64)\n"
+    "  --io-buffers              (bench: write inputs into the session's host-shared buffers, read outputs)\n"
     "  --atol A --rtol R         (check: tolerances instead of the test case's)\n";
 
 int cli_fail(const char *fmt, ...)
@@ -50,7 +52,7 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 
 int main(int argc, char **argv)
 {
-    cli_opts o = {.backend = BRAID_BACKEND_AUTO, .iterations = 50, .warmup = 5};
+    cli_opts o = {.backend = BRAID_BACKEND_AUTO, .iterations = 50, .warmup = 5, .cuda_workspace = -1};
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_USAGE : CLI_OK;
@@ -64,6 +66,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--cuda-graph")) { o.cuda_graph = 1; takes = 0; }
         else if (!strcmp(a, "--tf32")) { o.tf32 = 1; takes = 0; }
         else if (!strcmp(a, "--no-fold")) { o.no_fold = 1; takes = 0; }
+        else if (!strcmp(a, "--io-buffers")) { o.io_buffers = 1; takes = 0; }
         else if (a[0] == '-' && a[1] == '-' && !v) { fprintf(stderr, "braid: %s needs a value\n%s", a, usage); return CLI_USAGE; }
         else if (!strcmp(a, "--input")) { if (o.n_inputs == CLI_MAX_ARGS) return cli_fail("too many --input"); o.inputs[o.n_inputs++] = v; }
         else if (!strcmp(a, "--shape")) { if (o.n_shapes == CLI_MAX_ARGS) return cli_fail("too many --shape"); o.shapes[o.n_shapes++] = v; }
@@ -79,6 +82,8 @@ int main(int argc, char **argv)
             int *dst = a[2] == 's' ? &o.streams : a[2] == 't' ? &o.threads : a[2] == 'i' ? &o.iterations : &o.warmup;
             int lo = a[2] == 'i' ? 1 : 0, hi = a[2] == 's' ? 64 : 1000000;
             if (parse_int(v, lo, hi, dst)) { fprintf(stderr, "braid: %s must be an integer from %d to %d, not '%s'\n", a, lo, hi, v); return CLI_USAGE; }
+        } else if (!strcmp(a, "--cuda-workspace")) {
+            if (parse_int(v, 0, 65536, &o.cuda_workspace)) { fprintf(stderr, "braid: --cuda-workspace must be a whole number of MB from 0 to 65536, not '%s'\n", v); return CLI_USAGE; }
         } else if (!strcmp(a, "--atol") || !strcmp(a, "--rtol")) {
             char *end;
             double d = strtod(v, &end);

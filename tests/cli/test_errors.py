@@ -95,6 +95,9 @@ def main():
     expect(["frobnicate", good], 2, "unknown command 'frobnicate'")
     expect(["run", good, "--streams", "x"], 2, "--streams must be an integer")
     expect(["run", good, "--backend", "tpu"], 2, "--backend must be cpu, cuda or auto")
+    expect(["run", good, "--cuda-workspace", "-1"], 2, "--cuda-workspace must be a whole number of MB from 0 to 65536")
+    expect(["run", good, "--cuda-workspace", "70000"], 2, "--cuda-workspace must be a whole number of MB")
+    expect(["run", good, "--cuda-workspace", "0", "--backend", "cpu"], 0)  # a CUDA option the CPU ignores
     # The CUDA backend is a library of its own (libbraid_cuda.so beside braid):
     # when it cannot be loaded, auto runs on the CPU and says why, cuda fails.
     if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(BRAID)), "libbraid_cuda.so")):

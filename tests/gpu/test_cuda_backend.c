@@ -12,16 +12,36 @@
  *    handles, allocations and graphs are zero after each destroy.
  * 4. --cuda-graph: three runs (the first uncaptured, then graph replays) with
  *    new input data each time equal an uncaptured session's outputs, and the
- *    session holds one graph and its executable. */
+ *    session holds one graph and its executable; braid_session_graph_info
+ *    says captured, and counts the replays.
+ * 5. Streams and handles follow the plan (one for a serial plan); the device
+ *    line names the device, cuDNN and cuBLAS.
+ * 6. The I/O modes (BRAID_CUDA_IO=staged, mapped, managed) give the same
+ *    bytes, from host memory and from the session's host-shared buffers
+ *    rewritten between runs, with and without a CUDA graph.
+ * 7. BRAID_CUDA_SYNC=1: runs give the same outputs; a CUDA graph is not
+ *    captured and graph_info and a note say why.
+ * 8. Fault reports (a child process each, as a fault leaves the context
+ *    unusable): BRAID_CUDA_TEST_FAULT makes a Conv fault; under
+ *    BRAID_CUDA_SYNC=1 the error names the node, its op, its stream and
+ *    cudnnConvolutionForward; without it, the error blames no node and names
+ *    BRAID_CUDA_SYNC.
+ * 9. Limits: an input past cuDNN's 2^31 elements is refused with LIMIT naming
+ *    the Conv, before anything is allocated for it.
+ * 10. Tuned cuDNN algorithms are kept process-wide: a second session of the
+ *    same shapes times nothing; BRAID_CUDA_TUNE=0 and a zero workspace run
+ *    and agree with the CPU. */
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 
 #include "braid.h"
+#include "api_internal.h"
 #include "onnx/onnx.h"
 #include "backend/cpu/cpu_ops.h"
 #include "util/common.h"
@@ -281,6 +301,19 @@ static void lifecycle_and_graph(void)
         cuda_counts(&c);
         CHECK(c.streams >= 1);
         CHECK(c.cudnn == c.streams && c.cublas == c.streams);
+        {
+            /* Streams exist for the plan's streams, no more (created on demand). */
+            const bd_prepared *p = NULL;
+            bd_err pe = {0};
+            CHECK_EQ_INT(bd_session_plan(s, in, &p, &pe), BRAID_OK);
+            if (p) CHECK_EQ_INT(c.streams, p->plan.n_streams);
+            if (cycle == 1) CHECK_EQ_INT(c.streams, 1);
+            const char *dev = braid_session_device_info(s);
+            CHECK_CONTAINS(dev, "sm_");
+            CHECK_CONTAINS(dev, "cuDNN ");
+            CHECK_CONTAINS(dev, "cuBLAS ");
+            if (cycle == 0) printf("device: %s\n", dev);
+        }
         long ns = 0, ne = 0;
         CHECK_EQ_INT(braid_session_device_counts(s, &ns, &ne), BRAID_OK);
         CHECK_EQ_INT(ns, c.streams); /* the only session */
@@ -372,28 +405,368 @@ static void lifecycle_and_graph(void)
     bd_cuda_live c;
     cuda_counts(&c);
     CHECK_EQ_INT(c.graphs, 2); /* the captured graph and its executable */
+    if (s) {
+        braid_graph_info gi;
+        CHECK_EQ_INT(braid_session_graph_info(s, &gi), BRAID_OK);
+        CHECK_EQ_INT(gi.requested, 1);
+        CHECK_EQ_INT(gi.captured, 1);
+        CHECK_EQ_INT(gi.failed, 0);
+        CHECK_EQ_INT(gi.uncaptured, 1); /* the first run, which captures */
+        CHECK_EQ_INT(gi.replays, 5);    /* 3 + 3 runs of the same shapes */
+        CHECK(!strcmp(gi.error, ""));
+        for (int i = 0; i < braid_session_note_count(s); i++) printf("note (graph session): %s\n", braid_session_note(s, i));
+    }
     braid_session_destroy(s);
     braid_options_destroy(o);
     expect_zero_live("after the graph session was destroyed");
     braid_model_destroy(m);
 }
 
+/* ---- 6. I/O modes -------------------------------------------------------------------- */
+
+/* Runs two_conv_add on a session made with the environment as it is now:
+ * from host memory, then from a host-shared buffer rewritten before each of
+ * three runs; out[0] gets the host-memory run, out[1..3] the buffer runs. */
+static int io_runs(const braid_model *m, int graph, run_out out[4], char *err, size_t errn)
+{
+    braid_options *o = NULL;
+    braid_session *s = NULL;
+    braid_tensor in[MAX_IO], res[MAX_IO];
+    int n_in = make_inputs(m, in, 500), rc = 1;
+    void *buf = NULL;
+    braid_options_create(&o);
+    braid_options_set_backend(o, BRAID_BACKEND_CUDA);
+    braid_options_set_cuda_graph(o, graph);
+    if (braid_session_create(m, o, &s)) { snprintf(err, errn, "%s", braid_last_error()); goto done; }
+    for (int r = 0; r < 4; r++) {
+        braid_tensor sin[MAX_IO];
+        memcpy(sin, in, sizeof sin);
+        if (r > 0) {
+            if (!buf && braid_session_input_buffer(s, 0, &in[0], &buf)) { snprintf(err, errn, "%s", braid_session_error(s)); goto done; }
+            for (int i = 0; i < n_in; i++) free(in[i].data);
+            make_inputs(m, in, 500 + r); /* new bytes each run: a stale copy would show */
+            memcpy(buf, in[0].data, nbytes(&in[0]));
+            sin[0].data = buf;
+        }
+        if (braid_session_run(s, n_in, sin, 1, res)) { snprintf(err, errn, "%s", braid_session_error(s)); goto done; }
+        out[r].n = 1;
+        out[r].t[0] = res[0];
+        out[r].t[0].data = malloc(nbytes(&res[0]));
+        memcpy(out[r].t[0].data, res[0].data, nbytes(&res[0]));
+    }
+    printf("io %s%s: %s\n", getenv("BRAID_CUDA_IO") ? getenv("BRAID_CUDA_IO") : "(default)", graph ? " + graph" : "",
+           braid_session_device_info(s));
+    for (int i = 0; i < braid_session_note_count(s); i++) printf("  note: %s\n", braid_session_note(s, i));
+    rc = 0;
+done:
+    for (int i = 0; i < n_in; i++) free(in[i].data);
+    braid_session_destroy(s);
+    braid_options_destroy(o);
+    return rc;
+}
+
+static void io_modes(void)
+{
+    char path[2048], err[1200];
+    snprintf(path, sizeof path, "%s/models/gen/two_conv_add/model.onnx", src_dir());
+    braid_model *m = NULL;
+    if (braid_model_load_file(path, &m)) { check_failed++; fprintf(stderr, "FAIL io: %s\n", braid_last_error()); return; }
+    static const char *modes[] = {"staged", "mapped", "managed"};
+    run_out ref[4] = {{0}};
+    int have_ref = 0;
+    for (int mi = 0; mi < 3; mi++)
+        for (int graph = 0; graph < 2; graph++) {
+            run_out got[4] = {{0}};
+            setenv("BRAID_CUDA_IO", modes[mi], 1);
+            if (io_runs(m, graph, got, err, sizeof err)) {
+                check_failed++;
+                fprintf(stderr, "FAIL io %s graph %d: %s\n", modes[mi], graph, err);
+            } else if (!have_ref) {
+                memcpy(ref, got, sizeof ref);
+                have_ref = 1;
+                check_passed++;
+                continue;
+            } else {
+                for (int r = 0; r < 4; r++) { /* the same kernels and algorithms: the same bytes */
+                    if (differ(&got[r], &ref[r], 0, 0, err, sizeof err)) {
+                        check_failed++;
+                        fprintf(stderr, "FAIL io %s graph %d run %d differs from staged: %s\n", modes[mi], graph, r, err);
+                    } else {
+                        check_passed++;
+                    }
+                }
+            }
+            for (int r = 0; r < 4; r++) out_free(&got[r]);
+        }
+    unsetenv("BRAID_CUDA_IO");
+    /* The reference against the CPU (inputs as io_runs makes them). */
+    braid_tensor in[MAX_IO];
+    for (int r = 0; have_ref && r < 4; r++) {
+        int n_in = make_inputs(m, in, 500 + r);
+        run_out cpu = {0};
+        CHECK_EQ_INT(run_once(m, BRAID_BACKEND_CPU, 0, 0, n_in, in, &cpu, err, sizeof err), BRAID_OK);
+        if (differ(&ref[r], &cpu, 1e-4, 1e-5, err, sizeof err)) { check_failed++; fprintf(stderr, "FAIL io run %d vs cpu: %s\n", r, err); }
+        else check_passed++;
+        out_free(&cpu);
+        for (int i = 0; i < n_in; i++) free(in[i].data);
+    }
+    for (int r = 0; r < 4; r++) out_free(&ref[r]);
+    setenv("BRAID_CUDA_IO", "bogus", 1);
+    braid_options *o = NULL;
+    braid_session *s = NULL;
+    braid_options_create(&o);
+    braid_options_set_backend(o, BRAID_BACKEND_CUDA);
+    CHECK_EQ_INT(braid_session_create(m, o, &s), BRAID_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(braid_last_error(), "BRAID_CUDA_IO is 'bogus'");
+    unsetenv("BRAID_CUDA_IO");
+    braid_session_destroy(s);
+    braid_options_destroy(o);
+    braid_model_destroy(m);
+    expect_zero_live("after the I/O mode sessions");
+}
+
+/* ---- 7. BRAID_CUDA_SYNC in process --------------------------------------------------------- */
+
+static void sync_mode(void)
+{
+    char path[2048], err[1200];
+    snprintf(path, sizeof path, "%s/models/gen/inception/model.onnx", src_dir());
+    braid_model *m = NULL;
+    if (braid_model_load_file(path, &m)) { check_failed++; fprintf(stderr, "FAIL sync: %s\n", braid_last_error()); return; }
+    braid_tensor in[MAX_IO], res[MAX_IO];
+    int n_in = make_inputs(m, in, 900);
+    run_out plain = {0}, synced = {0};
+    CHECK_EQ_INT(run_once(m, BRAID_BACKEND_CUDA, 0, 0, n_in, in, &plain, err, sizeof err), BRAID_OK);
+    setenv("BRAID_CUDA_SYNC", "1", 1);
+    CHECK_EQ_INT(run_once(m, BRAID_BACKEND_CUDA, 0, 0, n_in, in, &synced, err, sizeof err), BRAID_OK);
+    if (differ(&synced, &plain, 0, 0, err, sizeof err)) { check_failed++; fprintf(stderr, "FAIL sync run: %s\n", err); }
+    else check_passed++;
+    /* A graph cannot hold a synchronization: not captured, and said so. */
+    braid_options *o = NULL;
+    braid_session *s = NULL;
+    braid_options_create(&o);
+    braid_options_set_backend(o, BRAID_BACKEND_CUDA);
+    braid_options_set_cuda_graph(o, 1);
+    CHECK_EQ_INT(braid_session_create(m, o, &s), BRAID_OK);
+    for (int r = 0; s && r < 2; r++) CHECK_EQ_INT(braid_session_run(s, n_in, in, 1, res), BRAID_OK);
+    if (s) {
+        braid_graph_info gi;
+        CHECK_EQ_INT(braid_session_graph_info(s, &gi), BRAID_OK);
+        CHECK_EQ_INT(gi.captured, 0);
+        CHECK_EQ_INT(gi.failed, 1);
+        CHECK_EQ_INT(gi.uncaptured, 2);
+        CHECK_CONTAINS(gi.error, "BRAID_CUDA_SYNC");
+        CHECK(braid_session_note_count(s) >= 1);
+        CHECK_CONTAINS(braid_session_note(s, braid_session_note_count(s) - 1), "CUDA graph not captured");
+    }
+    unsetenv("BRAID_CUDA_SYNC");
+    braid_session_destroy(s);
+    braid_options_destroy(o);
+    out_free(&plain);
+    out_free(&synced);
+    for (int i = 0; i < n_in; i++) free(in[i].data);
+    braid_model_destroy(m);
+    expect_zero_live("after the sync sessions");
+}
+
+/* ---- 8. fault reports, in child processes ------------------------------------------------------ */
+
+/* The child: two_conv_add on CUDA (automatic streams) with the fault hook
+ * set by the parent; prints the run's status and message. */
+static int fault_child(void)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/models/gen/two_conv_add/model.onnx", src_dir());
+    braid_model *m = NULL;
+    braid_options *o = NULL;
+    braid_session *s = NULL;
+    if (braid_model_load_file(path, &m)) { printf("CHILD load failed: %s\n", braid_last_error()); return 2; }
+    braid_options_create(&o);
+    braid_options_set_backend(o, BRAID_BACKEND_CUDA);
+    if (braid_session_create(m, o, &s)) { printf("CHILD create failed: %s\n", braid_last_error()); return 2; }
+    braid_tensor in[MAX_IO], res[MAX_IO];
+    int n_in = make_inputs(m, in, 1);
+    braid_status st = braid_session_run(s, n_in, in, 1, res);
+    printf("CHILD status=%d\nCHILD message=%s\n", (int)st, st ? braid_session_error(s) : "");
+    fflush(stdout);
+    _exit(0); /* the context may be unusable: no teardown */
+}
+
+static void fault_reports(const char *self)
+{
+    char path[2048], cmd[4096], out[8192];
+    snprintf(path, sizeof path, "%s/models/gen/two_conv_add/model.onnx", src_dir());
+    braid_model *m = NULL;
+    if (braid_model_load_file(path, &m)) { check_failed++; return; }
+    const bd_graph *g = bd_model_graph(m);
+    const char *conv = NULL;
+    for (int i = 0; i < g->n_nodes && !conv; i++)
+        if (!strcmp(g->nodes[i].op_type, "Conv")) conv = g->nodes[i].name;
+    if (!conv) { check_failed++; fprintf(stderr, "FAIL faults: two_conv_add has no Conv\n"); braid_model_destroy(m); return; }
+    for (int sync = 1; sync >= 0; sync--) {
+        snprintf(cmd, sizeof cmd, "BRAID_CUDA_SYNC=%d BRAID_CUDA_TEST_FAULT='%s' '%s' --fault-child 2>&1", sync, conv, self);
+        FILE *p = popen(cmd, "r");
+        size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[got] = '\0';
+        if (p) pclose(p);
+        printf("fault child (BRAID_CUDA_SYNC=%d):\n%s", sync, out);
+        const char *msg = strstr(out, "CHILD message=");
+        CHECK(msg != NULL);
+        CHECK(strstr(out, "CHILD status=10") != NULL); /* BRAID_ERR_DEVICE */
+        if (!msg) continue;
+        msg += strlen("CHILD message=");
+        char want[600];
+        if (sync) {
+            snprintf(want, sizeof want, "node '%s' (Conv) on stream ", conv);
+            CHECK(!strncmp(msg, want, strlen(want)));
+            CHECK_CONTAINS(msg, "cudnnConvolutionForward: an illegal memory access was encountered");
+        } else {
+            CHECK(strncmp(msg, "node '", 6) != 0); /* no node is blamed */
+            CHECK_CONTAINS(msg, "asynchronous");
+            CHECK_CONTAINS(msg, "BRAID_CUDA_SYNC=1");
+        }
+    }
+    braid_model_destroy(m);
+}
+
+/* ---- 9. limits ---------------------------------------------------------------------------------- */
+
+static void limits(void)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/models/gen/two_conv_add/model.onnx", src_dir());
+    braid_model *m = NULL;
+    if (braid_model_load_file(path, &m)) { check_failed++; return; }
+    braid_options *o = NULL;
+    braid_session *s = NULL;
+    braid_options_create(&o);
+    braid_options_set_backend(o, BRAID_BACKEND_CUDA);
+    CHECK_EQ_INT(braid_session_create(m, o, &s), BRAID_OK);
+    /* x: 131073 x 16 x 32 x 32 = 2147500032 elements, past 2^31 - 1. The data is
+     * never read: the plan is refused first. */
+    float dummy[4] = {0};
+    braid_tensor in = {.dtype = BRAID_DTYPE_FLOAT, .rank = 4, .dims = {131073, 16, 32, 32}, .data = dummy}, res;
+    if (s) {
+        CHECK_EQ_INT(braid_session_run(s, 1, &in, 1, &res), BRAID_ERR_LIMIT);
+        CHECK_CONTAINS(braid_session_error(s), "(Conv): the input (131073x16x32x32) has more than the 2147483647");
+        printf("limit: %s\n", braid_session_error(s));
+        /* The session still runs shapes within the limits. */
+        braid_tensor small[MAX_IO];
+        int n_in = make_inputs(m, small, 3);
+        CHECK_EQ_INT(braid_session_run(s, n_in, small, 1, &res), BRAID_OK);
+        for (int i = 0; i < n_in; i++) free(small[i].data);
+    }
+    braid_session_destroy(s);
+    braid_options_destroy(o);
+    braid_model_destroy(m);
+    expect_zero_live("after the limit session");
+}
+
+/* ---- 10. tuned algorithms --------------------------------------------------------------------- */
+
+static void algo_stats(long *hits, long *misses, int *entries)
+{
+    *hits = *misses = -1;
+    *entries = -1;
+    const bd_cuda_module *mod = bd_cuda_module_load(NULL, 0);
+    if (mod && mod->algo_stats) mod->algo_stats(hits, misses, entries);
+}
+
+static void tuning(void)
+{
+    char path[2048], err[1200];
+    snprintf(path, sizeof path, "%s/models/gen/wide/model.onnx", src_dir());
+    braid_model *m = NULL;
+    if (braid_model_load_file(path, &m)) { check_failed++; return; }
+    braid_tensor in[MAX_IO];
+    int n_in = make_inputs(m, in, 77);
+    run_out cpu = {0}, a = {0}, b = {0}, c = {0}, d = {0};
+    long h0, m0, h1, m1;
+    int e0, e1;
+    CHECK_EQ_INT(run_once(m, BRAID_BACKEND_CPU, 0, 0, n_in, in, &cpu, err, sizeof err), BRAID_OK);
+    CHECK_EQ_INT(run_once(m, BRAID_BACKEND_CUDA, 0, 0, n_in, in, &a, err, sizeof err), BRAID_OK);
+    algo_stats(&h0, &m0, &e0);
+    CHECK(e0 >= 1);
+    CHECK_EQ_INT(run_once(m, BRAID_BACKEND_CUDA, 0, 0, n_in, in, &b, err, sizeof err), BRAID_OK);
+    algo_stats(&h1, &m1, &e1);
+    CHECK_EQ_INT(m1, m0); /* a second session of the same shapes looks up, times nothing */
+    CHECK(h1 > h0);
+    CHECK_EQ_INT(e1, e0);
+    printf("tuned algorithms: %d kept, %ld hits, %ld misses\n", e1, h1, m1);
+    if (differ(&b, &a, 0, 0, err, sizeof err)) { check_failed++; fprintf(stderr, "FAIL tuned runs differ: %s\n", err); }
+    if (differ(&a, &cpu, 1e-4, 1e-5, err, sizeof err)) { check_failed++; fprintf(stderr, "FAIL tuned vs cpu: %s\n", err); }
+    /* The heuristic's order (no timing), and no workspace at all. */
+    setenv("BRAID_CUDA_TUNE", "0", 1);
+    CHECK_EQ_INT(run_once(m, BRAID_BACKEND_CUDA, 0, 0, n_in, in, &c, err, sizeof err), BRAID_OK);
+    unsetenv("BRAID_CUDA_TUNE");
+    if (differ(&c, &cpu, 1e-4, 1e-5, err, sizeof err)) { check_failed++; fprintf(stderr, "FAIL untuned vs cpu: %s\n", err); }
+    braid_options *o = NULL;
+    braid_session *s = NULL;
+    braid_tensor res[MAX_IO];
+    braid_options_create(&o);
+    braid_options_set_backend(o, BRAID_BACKEND_CUDA);
+    CHECK_EQ_INT(braid_options_set_cuda_workspace(o, 0), BRAID_OK);
+    CHECK_EQ_INT(braid_session_create(m, o, &s), BRAID_OK);
+    if (s && braid_session_run(s, n_in, in, 1, res) == BRAID_OK) {
+        d.n = 1;
+        d.t[0] = res[0];
+        if (differ(&d, &cpu, 1e-4, 1e-5, err, sizeof err)) { check_failed++; fprintf(stderr, "FAIL workspace 0 vs cpu: %s\n", err); }
+        else check_passed++;
+        d.n = 0;
+        for (int i = 0; i < braid_session_note_count(s); i++) printf("note (workspace 0): %s\n", braid_session_note(s, i));
+    } else {
+        check_failed++;
+        fprintf(stderr, "FAIL workspace 0: %s\n", s ? braid_session_error(s) : braid_last_error());
+    }
+    braid_session_destroy(s);
+    braid_options_destroy(o);
+    out_free(&cpu);
+    out_free(&a);
+    out_free(&b);
+    out_free(&c);
+    for (int i = 0; i < n_in; i++) free(in[i].data);
+    braid_model_destroy(m);
+    expect_zero_live("after the tuning sessions");
+}
+
 #endif /* BRAID_HAVE_CUDA */
 
-int main(void)
+int main(int argc, char **argv)
 {
 #ifndef BRAID_HAVE_CUDA
+    (void)argc;
+    (void)argv;
     printf("SKIPPED: no CUDA device (this braid was built without CUDA)\n");
     return 77;
 #else
+    if (argc > 1 && !strcmp(argv[1], "--fault-child")) return fault_child();
     char why[256] = "";
     if (!cuda_probe(why, sizeof why)) {
         printf("SKIPPED: no CUDA device (%s)\n", why);
         return 77;
     }
-    lifecycle_and_graph();
-    model_tests();
-    node_tests();
+    /* Steps by name: test_cuda_backend [lifecycle io sync faults limits tuning models nodes]. */
+    const char *only = argc > 1 ? argv[1] : NULL;
+#define STEP(name) (!only || !strcmp(only, name))
+    if (STEP("lifecycle")) lifecycle_and_graph();
+    if (STEP("io")) io_modes();
+    if (STEP("sync")) sync_mode();
+    if (STEP("faults")) {
+        char self[1024];
+        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (len > 0) {
+            self[len] = '\0';
+            fault_reports(self);
+        } else {
+            check_failed++;
+            fprintf(stderr, "FAIL faults: cannot read /proc/self/exe\n");
+        }
+    }
+    if (STEP("limits")) limits();
+    if (STEP("tuning")) tuning();
+    if (STEP("models")) model_tests();
+    if (STEP("nodes")) node_tests();
+#undef STEP
     return check_done();
 #endif
 }

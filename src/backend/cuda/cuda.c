@@ -1,15 +1,17 @@
-/* cuda.c: the CUDA backend's session half: the device probe, the pool of
- * non-blocking streams with a cuDNN handle, a cuBLAS handle and a workspace
- * each, every initializer uploaded once into one allocation, and the counted
+/* cuda.c: the CUDA backend's session half: the device probe, the device and
+ * library versions, the pool of non-blocking streams (grown to the widest
+ * plan prepared) with a cuDNN handle, a cuBLAS handle and a workspace each,
+ * every initializer uploaded once into one allocation, the caller's
+ * host-shared input buffers (of the session's I/O mode), and the counted
  * creation of every stream, event, handle and allocation. The plan half
- * (arena, events, managed I/O, the enqueue walk, CUDA graphs) is cuda_plan.c. */
+ * (arena, I/O buffers, events, the enqueue walk, CUDA graphs) is cuda_plan.c. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/notes.h"
 
-#define POOL_DEFAULT 8                 /* streams made with the session when max_streams is automatic */
-#define WORKSPACE_BYTES (64u << 20)    /* per stream, for cuDNN and the kernels */
-#define CUBLAS_WORKSPACE_BYTES (4u << 20)
 #define WEIGHT_ALIGN 256
 
 static bd_cuda_live g_live; /* the process's live objects */
@@ -79,11 +81,37 @@ braid_status bd_cu_malloc_managed(cuda_state *s, void **p, size_t n, bd_err *e)
     return BRAID_OK;
 }
 
+braid_status bd_cu_malloc_pinned(cuda_state *s, void **p, size_t n, bd_err *e)
+{
+    *p = NULL;
+    cudaError_t ce = cudaHostAlloc(p, n ? n : 1, cudaHostAllocPortable | cudaHostAllocMapped);
+    if (ce != cudaSuccess) {
+        *p = NULL;
+        cudaGetLastError();
+        return BD_FAIL(e, ce == cudaErrorMemoryAllocation ? BRAID_ERR_OUT_OF_MEMORY : BRAID_ERR_DEVICE,
+                       "cannot allocate %.1f MiB of pinned (page-locked) host memory: %s", mib(n),
+                       cudaGetErrorString(ce));
+    }
+    BD_CU_COUNT(s, allocs, 1);
+    return BRAID_OK;
+}
+
 void bd_cu_free(cuda_state *s, void *p)
 {
     if (!p) return;
     cudaFree(p);
     BD_CU_COUNT(s, allocs, -1);
+}
+
+void bd_cu_free_kind(cuda_state *s, void *p, int kind)
+{
+    if (!p) return;
+    if (kind == BD_MEM_PINNED) {
+        cudaFreeHost(p);
+        BD_CU_COUNT(s, allocs, -1);
+    } else {
+        bd_cu_free(s, p);
+    }
 }
 
 cudaError_t bd_cuda_scratch_alloc(void **p, size_t n)
@@ -149,9 +177,9 @@ static void stream_destroy(cuda_state *s, cuda_stream *cs)
     memset(cs, 0, sizeof *cs);
 }
 
-/* A stream, its cuDNN and cuBLAS handles bound to it, and its workspace (the
- * last CUBLAS_WORKSPACE_BYTES of which go to cuBLAS, so that it never
- * allocates while a CUDA graph is being captured). */
+/* A stream, its cuDNN and cuBLAS handles bound to it, and its workspace:
+ * ws_budget bytes for cuDNN and the kernels, then blas_ws bytes for cuBLAS,
+ * so that cuBLAS never allocates while a CUDA graph is being captured. */
 static braid_status stream_make(cuda_state *s, cuda_stream *cs, bd_err *e)
 {
     braid_status st = BRAID_OK;
@@ -165,9 +193,9 @@ static braid_status stream_make(cuda_state *s, cuda_stream *cs, bd_err *e)
     BD_CU_COUNT(s, cublas, 1);
     BD_CUBLAS_TRY(e, cublasSetStream(cs->blas, cs->s));
     BD_CUBLAS_TRY(e, cublasSetMathMode(cs->blas, s->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-    BD_TRY(bd_cu_malloc(s, &cs->ws, WORKSPACE_BYTES + CUBLAS_WORKSPACE_BYTES, e));
-    cs->ws_size = WORKSPACE_BYTES;
-    BD_CUBLAS_TRY(e, cublasSetWorkspace(cs->blas, (char *)cs->ws + WORKSPACE_BYTES, CUBLAS_WORKSPACE_BYTES));
+    BD_TRY(bd_cu_malloc(s, &cs->ws, s->ws_budget + s->blas_ws, e));
+    cs->ws_size = s->ws_budget;
+    BD_CUBLAS_TRY(e, cublasSetWorkspace(cs->blas, (char *)cs->ws + s->ws_budget, s->blas_ws));
     return BRAID_OK;
 fail:
     stream_destroy(s, cs);
@@ -192,19 +220,17 @@ fail:
 
 /* ---- host-shared input buffers ---------------------------------------------------- */
 
+/* One input buffer of the session's I/O mode: pinned host memory (staged,
+ * mapped), or managed memory advised read-mostly (managed: a prefetch makes a
+ * device copy and the host's stays valid, so the host's next write does not
+ * fault the pages back from the device). */
 static braid_status cuda_alloc_shared(void *state, size_t bytes, void **out, bd_err *e)
 {
     braid_status st = BRAID_OK;
     cuda_state *s = state;
-    size_t free_b = 0, total_b = 0;
+    struct shared_buf b = {.n = bytes, .kind = s->io == BD_IO_MANAGED ? BD_MEM_MANAGED : BD_MEM_PINNED};
     *out = NULL;
     BD_CUDA_TRY(e, cudaSetDevice(s->device));
-    BD_CUDA_TRY(e, cudaMemGetInfo(&free_b, &total_b));
-    if (bytes > free_b) {
-        st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "an input buffer of %.1f MiB of host-shared (managed) memory "
-                     "is more than the %.1f MiB CUDA device %d has free", mib(bytes), mib(free_b), s->device);
-        goto fail;
-    }
     if (s->n_shared == s->cap_shared) {
         int cap = s->cap_shared ? 2 * s->cap_shared : 8;
         struct shared_buf *t = bd_realloc(s->shared, (size_t)cap * sizeof *t);
@@ -212,9 +238,41 @@ static braid_status cuda_alloc_shared(void *state, size_t bytes, void **out, bd_
         s->shared = t;
         s->cap_shared = cap;
     }
-    BD_TRY(bd_cu_malloc_managed(s, out, bytes, e));
-    s->shared[s->n_shared].p = *out;
-    s->shared[s->n_shared++].n = bytes;
+    if (b.kind == BD_MEM_MANAGED) {
+        size_t free_b = 0, total_b = 0;
+        BD_CUDA_TRY(e, cudaMemGetInfo(&free_b, &total_b));
+        if (bytes > free_b) {
+            st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "an input buffer of %.1f MiB of host-shared (managed) memory "
+                         "is more than the %.1f MiB CUDA device %d has free", mib(bytes), mib(free_b), s->device);
+            goto fail;
+        }
+        BD_TRY(bd_cu_malloc_managed(s, &b.p, bytes, e));
+        b.dev = b.p;
+#if CUDART_VERSION >= 13000
+        struct cudaMemLocation loc = {.type = cudaMemLocationTypeDevice, .id = s->device};
+        cudaError_t ce = cudaMemAdvise(b.p, bytes ? bytes : 1, cudaMemAdviseSetReadMostly, loc);
+#else
+        cudaError_t ce = cudaMemAdvise(b.p, bytes ? bytes : 1, cudaMemAdviseSetReadMostly, s->device);
+#endif
+        if (ce != cudaSuccess) {
+            cudaGetLastError();
+            bd_notes_add(s->notes, "BRAID_CUDA_IO=managed: cudaMemAdvise(SetReadMostly) on an input buffer failed "
+                         "(%s): the host's writes may fault its pages back from the device", cudaGetErrorString(ce));
+        }
+    } else {
+        BD_TRY(bd_cu_malloc_pinned(s, &b.p, bytes, e));
+        cudaError_t ce = cudaHostGetDevicePointer(&b.dev, b.p, 0);
+        if (ce != cudaSuccess) {
+            cudaGetLastError();
+            b.dev = NULL; /* not mapped: runs copy it to the device instead (cuda_plan.c) */
+            if (s->io == BD_IO_MAPPED)
+                bd_notes_add(s->notes, BD_CUDA_IO_ENV "=mapped: an input buffer has no device mapping "
+                             "(cudaHostGetDevicePointer: %s): runs copy it to the device instead",
+                             cudaGetErrorString(ce));
+        }
+    }
+    s->shared[s->n_shared++] = b;
+    *out = b.p;
     return BRAID_OK;
 fail:
     return st;
@@ -227,20 +285,22 @@ static void cuda_free_shared(void *state, void *p)
         if (s->shared[i].p == p) {
             cudaSetDevice(s->device);
             for (int t = 0; t < s->n_streams; t++) cudaStreamSynchronize(s->streams[t].s);
-            bd_cu_free(s, p);
+            bd_cu_free_kind(s, p, s->shared[i].kind);
             s->shared[i] = s->shared[--s->n_shared];
             return;
         }
 }
 
-int bd_cu_is_shared(const cuda_state *s, const void *p, size_t n)
+const struct shared_buf *bd_cu_shared_find(const cuda_state *s, const void *p, size_t n)
 {
     for (int i = 0; i < s->n_shared; i++) {
         const char *b = s->shared[i].p;
-        if ((const char *)p >= b && (const char *)p + n <= b + s->shared[i].n) return 1;
+        if ((const char *)p >= b && (const char *)p + n <= b + s->shared[i].n) return &s->shared[i];
     }
-    return 0;
+    return NULL;
 }
+
+int bd_cu_is_shared(const cuda_state *s, const void *p, size_t n) { return bd_cu_shared_find(s, p, n) != NULL; }
 
 /* ---- the session ----------------------------------------------------------------- */
 
@@ -252,7 +312,7 @@ static void cuda_close(void *state)
     for (int i = 0; i < s->n_streams; i++) stream_destroy(s, &s->streams[i]);
     bd_free(s->streams);
     bd_cu_free(s, s->weights);
-    for (int i = 0; i < s->n_shared; i++) bd_cu_free(s, s->shared[i].p); /* the API frees them first */
+    for (int i = 0; i < s->n_shared; i++) bd_cu_free_kind(s, s->shared[i].p, s->shared[i].kind); /* the API frees them first */
     bd_free(s->shared);
     bd_free(s->weight_off);
     bd_free(s);
@@ -299,6 +359,86 @@ fail:
     return st;
 }
 
+/* The device and the library versions the session runs with (cuDNN and
+ * cuBLAS as loaded at run time), and the line that says them. */
+static void read_versions(cuda_state *s)
+{
+    bd_cuda_versions *v = &s->ver;
+    struct cudaDeviceProp prop;
+    memset(v, 0, sizeof *v);
+    if (cudaGetDeviceProperties(&prop, s->device) == cudaSuccess) {
+        snprintf(v->name, sizeof v->name, "%s", prop.name);
+        v->cc_major = prop.major;
+        v->cc_minor = prop.minor;
+        v->sms = prop.multiProcessorCount;
+        v->mem_bytes = prop.totalGlobalMem;
+    } else {
+        cudaGetLastError();
+        snprintf(v->name, sizeof v->name, "CUDA device %d", s->device);
+    }
+    int clk_khz = 0, bus_bits = 0;
+    if (cudaDeviceGetAttribute(&clk_khz, cudaDevAttrMemoryClockRate, s->device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, s->device) != cudaSuccess) {
+        cudaGetLastError();
+        clk_khz = bus_bits = 0;
+    }
+    v->mem_bw = 2.0 * clk_khz * 1e3 * bus_bits / 8.0; /* double data rate */
+    if (cudaDriverGetVersion(&v->driver_api) != cudaSuccess) cudaGetLastError();
+    if (cudaRuntimeGetVersion(&v->runtime) != cudaSuccess) cudaGetLastError();
+    v->cudnn = (long)cudnnGetVersion();
+    v->cudnn_built = CUDNN_VERSION;
+    cublasGetProperty(MAJOR_VERSION, &v->cublas[0]);
+    cublasGetProperty(MINOR_VERSION, &v->cublas[1]);
+    cublasGetProperty(PATCH_LEVEL, &v->cublas[2]);
+    v->cublas_built = CUBLAS_VERSION;
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (f) {
+        char text[1024];
+        size_t got = fread(text, 1, sizeof text - 1, f);
+        text[got] = '\0';
+        fclose(f);
+        bd_nvidia_driver_release(text, v->driver, sizeof v->driver);
+    }
+    v->io = bd_cuda_io_name(s->io);
+    bd_cuda_version_line(s->info, sizeof s->info, v);
+}
+
+static const char *cuda_device_info(void *state, double *mem_bw)
+{
+    cuda_state *s = state;
+    if (mem_bw) *mem_bw = s ? s->ver.mem_bw : 0;
+    return s ? s->info : "";
+}
+
+/* The switches of the environment: BRAID_CUDA_SYNC, BRAID_CUDA_TUNE and
+ * BRAID_CUDA_IO (whose mode the device must be able to do: when it cannot,
+ * a note says which mode runs instead). */
+static braid_status read_env(cuda_state *s, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    s->sync = bd_cuda_sync_enabled(getenv(BD_CUDA_SYNC_ENV));
+    const char *tune = getenv("BRAID_CUDA_TUNE");
+    s->tune = !(tune && !strcmp(tune, "0"));
+    BD_TRY(bd_cuda_io_parse(getenv(BD_CUDA_IO_ENV), &s->io, e));
+    if (s->io == BD_IO_MANAGED && !s->concurrent_managed) {
+        bd_notes_add(s->notes, BD_CUDA_IO_ENV "=managed needs concurrent managed access (prefetch), which CUDA "
+                     "device %d lacks: inputs and outputs are staged through pinned memory instead", s->device);
+        s->io = BD_IO_STAGED;
+    }
+    if (s->io == BD_IO_MAPPED) {
+        int can = 0;
+        if (cudaDeviceGetAttribute(&can, cudaDevAttrCanMapHostMemory, s->device) != cudaSuccess) cudaGetLastError();
+        if (!can) {
+            bd_notes_add(s->notes, BD_CUDA_IO_ENV "=mapped: CUDA device %d cannot map host memory: inputs and "
+                         "outputs are staged through pinned memory instead", s->device);
+            s->io = BD_IO_STAGED;
+        }
+    }
+    return BRAID_OK;
+fail:
+    return st;
+}
+
 static braid_status cuda_open(const bd_graph *g, const bd_exec_opts *o, void **state, bd_err *e)
 {
     braid_status st = BRAID_OK;
@@ -321,10 +461,15 @@ static braid_status cuda_open(const bd_graph *g, const bd_exec_opts *o, void **s
     s->cuda_graph = o->cuda_graph;
     s->profile = o->profile;
     s->allow_tf32 = o->allow_tf32;
+    s->notes = o->notes;
+    s->ws_budget = o->cuda_workspace < 0 ? BD_CUDA_WORKSPACE_DEFAULT : (size_t)o->cuda_workspace;
     BD_CUDA_TRY(e, cudaSetDevice(s->device));
     BD_CUDA_TRY(e, cudaDeviceGetAttribute(&cma, cudaDevAttrConcurrentManagedAccess, s->device));
     s->concurrent_managed = cma;
-    BD_TRY(bd_cu_pool_grow(s, o->max_streams > 0 ? o->max_streams : POOL_DEFAULT, e));
+    BD_TRY(read_env(s, e));
+    read_versions(s);
+    s->blas_ws = bd_cublas_workspace_bytes(s->ver.cc_major);
+    /* No streams yet: each plan grows the pool to the streams it uses (bd_cu_pool_grow). */
     BD_TRY(upload_weights(s, g, e));
     *state = s;
     return BRAID_OK;
@@ -343,5 +488,7 @@ const bd_backend bd_backend_cuda = {
     .alloc_shared = cuda_alloc_shared,
     .free_shared = cuda_free_shared,
     .counts = bd_cuda_counts,
+    .device_info = cuda_device_info,
+    .graph_info = bd_cuda_plan_graph_info,
     .fill_cost = 0.025, /* ~0.5 GFLOP at the cost model's 20 GFLOP/s: a few microseconds of a whole H100 */
 };

@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda_logic.h"
 
 /* Live objects (created minus destroyed). */
 typedef struct bd_cuda_live {
@@ -33,29 +34,58 @@ typedef struct cuda_stream {
     size_t ws_size;
 } cuda_stream;
 
+/* How a host-visible buffer was allocated (how to free it). */
+enum { BD_MEM_DEVICE = 0, BD_MEM_PINNED = 1, BD_MEM_MANAGED = 2 };
+
 typedef struct cuda_state {
     int device;
     int cuda_graph, profile, allow_tf32;
     int concurrent_managed; /* the device can prefetch and share managed memory */
-    cuda_stream *streams;   /* the pool; a plan's stream s runs on streams[s] */
+    int sync;               /* BRAID_CUDA_SYNC: synchronize after every call and launch */
+    int tune;               /* time cuDNN's candidates on a shape's first run (BRAID_CUDA_TUNE != 0) */
+    int io;                 /* bd_cuda_io: how graph inputs and outputs reach the device */
+    size_t ws_budget;       /* cuDNN workspace per stream */
+    size_t blas_ws;         /* cuBLAS workspace per stream (its documented recommendation) */
+    struct bd_notes *notes; /* the session's */
+    cuda_stream *streams;   /* the pool, grown to the widest plan prepared; plan stream s runs on streams[s] */
     int n_streams;
     void *weights;          /* every initializer, one allocation */
     size_t weights_size;
     size_t *weight_off;     /* per value: offset in weights, or SIZE_MAX */
     bd_cuda_live live;    /* this session's live objects */
-    struct shared_buf { void *p; size_t n; } *shared; /* the caller's host-shared input buffers */
+    struct shared_buf {
+        void *p;            /* what the caller writes */
+        void *dev;          /* the same bytes as the device addresses them (pinned: its mapping) */
+        size_t n;
+        int kind;           /* BD_MEM_PINNED or BD_MEM_MANAGED */
+    } *shared;              /* the caller's host-shared input buffers */
     int n_shared, cap_shared;
+    bd_cuda_versions ver;   /* device and library versions */
+    char info[640];         /* bd_cuda_version_line of ver */
 } cuda_state;
 
+/* The session's host-shared buffer that holds [p, p + n), or NULL. */
+const struct shared_buf *bd_cu_shared_find(const cuda_state *s, const void *p, size_t n);
 /* 1 when [p, p + n) lies in one of the session's host-shared buffers. */
 int bd_cu_is_shared(const cuda_state *s, const void *p, size_t n);
+
+/* Fault finding around one node (fault.c): begin before its launcher, end
+ * after (under sync, synchronizes its stream; *async tells whether an
+ * asynchronous error from earlier work surfaced, so that the node is not
+ * blamed). peek fails when an earlier asynchronous error is pending. */
+void bd_cu_fault_begin(cudaStream_t stream, int sync, int capturing);
+braid_status bd_cu_fault_end(bd_err *e, int *async);
+braid_status bd_cu_fault_peek(bd_err *e);
 
 /* Counted creation and destruction; s may be NULL (kernel caches count in
  * the process totals only). Failures return BRAID_ERR_DEVICE (or
  * OUT_OF_MEMORY for allocations) with the CUDA error in the message. */
 braid_status bd_cu_malloc(cuda_state *s, void **p, size_t n, bd_err *e);
 braid_status bd_cu_malloc_managed(cuda_state *s, void **p, size_t n, bd_err *e);
+/* Pinned host memory, mapped into the device's address space. */
+braid_status bd_cu_malloc_pinned(cuda_state *s, void **p, size_t n, bd_err *e);
 void bd_cu_free(cuda_state *s, void *p);
+void bd_cu_free_kind(cuda_state *s, void *p, int kind);
 braid_status bd_cu_event_create(cuda_state *s, cudaEvent_t *ev, int timing, bd_err *e);
 void bd_cu_event_destroy(cuda_state *s, cudaEvent_t ev);
 /* Grows the stream pool to n streams (each with its handles and workspace). */
@@ -65,6 +95,7 @@ braid_status bd_cu_pool_grow(cuda_state *s, int n, bd_err *e);
 braid_status bd_cuda_plan_prepare(void *state, bd_prepared *p, bd_err *e);
 void bd_cuda_plan_release(void *state, bd_prepared *p);
 braid_status bd_cuda_plan_run(void *state, bd_prepared *p, const bd_tensor *inputs, bd_err *e);
+void bd_cuda_plan_graph_info(void *state, const bd_prepared *p, bd_graph_report *r);
 
 #define BD_CU_COUNT(s, field, d)                                                                  \
     bd_cu_count_field((s), offsetof(bd_cuda_live, field), (d))

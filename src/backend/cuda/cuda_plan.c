@@ -1,19 +1,32 @@
 /* cuda_plan.c: the CUDA backend's plan half: a plan's arena and folded
- * constants on the device, inputs and outputs in host-shared managed memory,
- * one event per plan event, and the run: enqueue every stream's commands in
- * node order (a wait is always enqueued after the record it waits on), join
- * the streams into stream 0 and synchronize; or, with cuda_graph, capture that
- * enqueue once as a CUDA graph and replay it. */
+ * constants on the device, its input and output buffers in the session's I/O
+ * mode (cuda_logic.h: staged, mapped or managed), one event per plan event,
+ * and the run: the inputs to the device, every stream's commands enqueued in
+ * node order (a wait is always enqueued after the record it waits on), the
+ * streams joined into stream 0, the outputs to the host, one synchronization;
+ * or, with cuda_graph, that enqueue captured once as a CUDA graph and
+ * replayed. A capture that fails is reported (graph_info, a note), never
+ * dropped silently; under BRAID_CUDA_SYNC every node is synchronized and a
+ * fault names it (fault.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/notes.h"
+#include "ops/conv.h"
 
 typedef struct cuda_plan {
     void *arena;          /* plan.arena_size bytes: every intermediate */
     void *consts;         /* plan-time constants that are not initializers (folded) */
-    void **in_buf;        /* per graph input: managed memory */
+    void **in_dev;        /* per graph input: a device buffer (inputs in ordinary memory, staged
+                           * inputs, and every input of a captured graph, whose pointers are fixed) */
     size_t *in_bytes;
+    void **out_dev;       /* per graph output: where the kernels write it: staged, a device buffer
+                           * copied to out_data after the run; mapped, out_data's device mapping;
+                           * managed, out_data itself */
+    unsigned char *out_run; /* per graph output: 1 when a kernel of the plan writes it */
+    int io;               /* the I/O mode the buffers were made in */
+    int no_discard;       /* managed: the discard call failed once; plain prefetches since */
     cudaEvent_t *ev;      /* per plan event */
     cudaEvent_t *fork;    /* per stream: [0] forks the other streams off stream 0, [s] joins s back */
     void **cache;         /* per live node: the family's cache slot */
@@ -21,7 +34,9 @@ typedef struct cuda_plan {
     int max_in, max_out;
     cudaGraph_t graph;    /* cuda_graph: the captured run */
     cudaGraphExec_t exec;
-    int no_graph;         /* capturing failed: this plan runs uncaptured */
+    int no_graph;         /* capturing failed (or cannot be done): this plan runs uncaptured */
+    char graph_err[512];  /* why */
+    long replays, uncaptured; /* runs of each kind */
     cudaEvent_t *prof;    /* profile: base, then start and end per live node (timing events) */
     int n_prof;
 } cuda_plan;
@@ -44,20 +59,25 @@ void bd_cuda_plan_release(void *state, bd_prepared *p)
         for (int i = 0; i < cp->n_ev; i++) bd_cu_event_destroy(s, cp->ev[i]);
         for (int i = 0; i < cp->n_fork; i++) bd_cu_event_destroy(s, cp->fork[i]);
         for (int i = 0; i < cp->n_prof; i++) bd_cu_event_destroy(s, cp->prof[i]);
-        if (cp->in_buf)
-            for (int i = 0; i < g->n_inputs; i++) bd_cu_free(s, cp->in_buf[i]);
+        if (cp->in_dev)
+            for (int i = 0; i < g->n_inputs; i++) bd_cu_free(s, cp->in_dev[i]);
+        if (cp->out_dev && cp->io == BD_IO_STAGED)
+            for (int o = 0; o < g->n_outputs; o++) bd_cu_free(s, cp->out_dev[o]);
         bd_cu_free(s, cp->arena);
         bd_cu_free(s, cp->consts);
-        bd_free(cp->in_buf);
+        bd_free(cp->in_dev);
         bd_free(cp->in_bytes);
+        bd_free(cp->out_dev);
+        bd_free(cp->out_run);
         bd_free(cp->ev);
         bd_free(cp->fork);
         bd_free(cp->prof);
         bd_free(cp->cache);
         bd_free(cp);
     }
+    int kind = cp && cp->io == BD_IO_MANAGED ? BD_MEM_MANAGED : BD_MEM_PINNED;
     for (int o = 0; o < g->n_outputs; o++) {
-        bd_cu_free(s, p->out_data[o]);
+        bd_cu_free_kind(s, p->out_data[o], kind);
         p->out_data[o] = NULL;
     }
     p->bstate = NULL;
@@ -97,33 +117,61 @@ fail:
     return st;
 }
 
-/* Inputs and outputs: managed memory, never more than the device has free. */
+/* Input and output buffers in the session's I/O mode: a device buffer per
+ * input; per output, the host-visible buffer the caller reads (pinned, or
+ * managed: never more managed memory than the device has free) and where the
+ * kernels write it. */
 static braid_status alloc_io(cuda_state *s, cuda_plan *cp, bd_prepared *p, bd_err *e)
 {
     braid_status st = BRAID_OK;
     const bd_graph *g = p->g;
-    size_t need = 0, free_b = 0, total_b = 0;
     for (int i = 0; i < g->n_inputs; i++) {
         BD_TRY(bd_tensor_nbytes(&p->inst.vals[g->inputs[i]], &cp->in_bytes[i], e));
-        need += align_up(cp->in_bytes[i] ? cp->in_bytes[i] : 1);
+        BD_TRY(bd_cu_malloc(s, &cp->in_dev[i], cp->in_bytes[i], e));
     }
-    for (int o = 0; o < g->n_outputs; o++) need += align_up(p->out_bytes[o] ? p->out_bytes[o] : 1);
-    BD_CUDA_TRY(e, cudaMemGetInfo(&free_b, &total_b));
-    if (need > free_b) {
-        st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "the model's inputs and outputs need %.1f MiB of "
-                     "host-shared (managed) memory but CUDA device %d has only %.1f MiB free of %.1f MiB",
-                     (double)need / 1048576.0, s->device, (double)free_b / 1048576.0,
-                     (double)total_b / 1048576.0);
-        goto fail;
+    if (cp->io == BD_IO_MANAGED) {
+        size_t need = 0, free_b = 0, total_b = 0;
+        for (int o = 0; o < g->n_outputs; o++) need += align_up(p->out_bytes[o] ? p->out_bytes[o] : 1);
+        BD_CUDA_TRY(e, cudaMemGetInfo(&free_b, &total_b));
+        if (need > free_b) {
+            st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "the model's outputs need %.1f MiB of host-shared (managed) "
+                         "memory but CUDA device %d has only %.1f MiB free of %.1f MiB", (double)need / 1048576.0,
+                         s->device, (double)free_b / 1048576.0, (double)total_b / 1048576.0);
+            goto fail;
+        }
     }
-    for (int i = 0; i < g->n_inputs; i++) {
-        BD_TRY(bd_cu_malloc_managed(s, &cp->in_buf[i], cp->in_bytes[i], e));
-        p->vals[g->inputs[i]].data = cp->in_buf[i];
+    for (int o = 0; o < g->n_outputs; o++) {
+        size_t nb = p->out_bytes[o];
+        if (cp->io == BD_IO_MANAGED) {
+            BD_TRY(bd_cu_malloc_managed(s, &p->out_data[o], nb, e));
+            cp->out_dev[o] = p->out_data[o];
+            continue;
+        }
+        BD_TRY(bd_cu_malloc_pinned(s, &p->out_data[o], nb, e));
+        if (cp->io == BD_IO_STAGED) BD_TRY(bd_cu_malloc(s, &cp->out_dev[o], nb, e));
+        else BD_CUDA_TRY(e, cudaHostGetDevicePointer(&cp->out_dev[o], p->out_data[o], 0));
     }
-    for (int o = 0; o < g->n_outputs; o++) BD_TRY(bd_cu_malloc_managed(s, &p->out_data[o], p->out_bytes[o], e));
     return BRAID_OK;
 fail:
     return st;
+}
+
+/* Every tensor cuDNN will see fits its limits: refused here, naming the
+ * node, before any cuDNN call. */
+static braid_status check_limits(const bd_prepared *p, bd_err *e)
+{
+    for (int i = 0; i < p->n_live; i++) {
+        const bd_node *n = p->inst.node[p->live[i]];
+        if ((n->op != BD_OP_Conv && n->op != BD_OP_ConvTranspose) || n->n_in < 2 || n->in[0] < 0 || n->in[1] < 0)
+            continue;
+        const bd_tensor *y = n->n_out > 0 && n->out[0] >= 0 ? &p->inst.vals[n->out[0]] : NULL;
+        braid_status st = bd_cudnn_conv_limits(n, &p->inst.vals[n->in[0]], &p->inst.vals[n->in[1]], y, e);
+        if (st) {
+            bd_err_prefix(e, "node '%s' (%s): ", n->name, n->op_type);
+            return st;
+        }
+    }
+    return BRAID_OK;
 }
 
 braid_status bd_cuda_plan_prepare(void *state, bd_prepared *p, bd_err *e)
@@ -135,14 +183,18 @@ braid_status bd_cuda_plan_prepare(void *state, bd_prepared *p, bd_err *e)
     cuda_plan *cp = bd_calloc(1, sizeof *cp);
     if (!cp) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
     p->bstate = cp;
+    cp->io = s->io;
+    BD_TRY(check_limits(p, e));
     BD_CUDA_TRY(e, cudaSetDevice(s->device));
     BD_TRY(bd_cu_pool_grow(s, S, e));
-    cp->in_buf = bd_calloc((size_t)g->n_inputs + 1, sizeof *cp->in_buf);
+    cp->in_dev = bd_calloc((size_t)g->n_inputs + 1, sizeof *cp->in_dev);
     cp->in_bytes = bd_calloc((size_t)g->n_inputs + 1, sizeof *cp->in_bytes);
+    cp->out_dev = bd_calloc((size_t)g->n_outputs + 1, sizeof *cp->out_dev);
+    cp->out_run = bd_calloc((size_t)g->n_outputs + 1, 1);
     cp->ev = bd_calloc((size_t)p->plan.n_events + 1, sizeof *cp->ev);
     cp->fork = bd_calloc((size_t)S + 1, sizeof *cp->fork);
     cp->cache = bd_calloc((size_t)p->n_live + 1, sizeof *cp->cache);
-    BD_CHECK_ALLOC(e, cp->in_buf && cp->in_bytes && cp->ev && cp->fork && cp->cache);
+    BD_CHECK_ALLOC(e, cp->in_dev && cp->in_bytes && cp->out_dev && cp->out_run && cp->ev && cp->fork && cp->cache);
 
     /* Constants: initializers live in the session's weights; folded values here. */
     for (int v = 0; v < g->n_values; v++)
@@ -155,8 +207,10 @@ braid_status bd_cuda_plan_prepare(void *state, bd_prepared *p, bd_err *e)
         if (p->val_buf[v] >= 0) p->vals[v].data = (char *)cp->arena + p->plan.buf_offset[p->val_buf[v]];
     BD_TRY(alloc_io(s, cp, p, e));
     for (int v = 0; v < g->n_values; v++)
-        if (p->val_out[v] >= 0 && p->inst.vals[v].data == NULL && !(g->values[v].flags & BD_VAL_INPUT))
-            p->vals[v].data = p->out_data[p->val_out[v]];
+        if (p->val_out[v] >= 0 && p->inst.vals[v].data == NULL && !(g->values[v].flags & BD_VAL_INPUT)) {
+            p->vals[v].data = cp->out_dev[p->val_out[v]];
+            cp->out_run[p->val_out[v]] = 1;
+        }
 
     for (int i = 0; i < p->plan.n_events; i++, cp->n_ev++) BD_TRY(bd_cu_event_create(s, &cp->ev[i], 0, e));
     for (int i = 0; i < S; i++, cp->n_fork++) BD_TRY(bd_cu_event_create(s, &cp->fork[i], 0, e));
@@ -184,6 +238,7 @@ typedef struct walk {
     int *cur;                 /* per stream: the next command */
     bd_tensor *in, *out, *host_in;
     int profile;
+    int capturing;            /* the walk is being captured into a CUDA graph */
 } walk;
 
 static braid_status do_cmd(walk *w, int stream, const bd_cmd *c, bd_err *e)
@@ -197,6 +252,18 @@ fail:
     return st;
 }
 
+static braid_status record(cudaEvent_t ev, cudaStream_t s, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    BD_CUDA_TRY(e, cudaEventRecord(ev, s));
+    return BRAID_OK;
+fail:
+    return st;
+}
+
+/* One node: its launcher between bd_cu_fault_begin and _end (fault.c). A
+ * failure is prefixed with the node, its op and its stream, unless it is an
+ * asynchronous error from earlier work, which blames no node. */
 static braid_status launch(walk *w, int stream, int li, bd_err *e)
 {
     braid_status st = BRAID_OK;
@@ -221,14 +288,23 @@ static braid_status launch(walk *w, int stream, int li, bd_err *e)
     bd_cuda_kernel k = {.node = n, .in = w->in, .n_in = n->n_in, .out = w->out, .n_out = n->n_out,
                         .host_in = w->host_in, .stream = cs->s, .cudnn = cs->dnn, .cublas = cs->blas,
                         .workspace = cs->ws, .workspace_size = cs->ws_size, .cache = &w->cp->cache[li],
-                        .allow_tf32 = w->s->allow_tf32, .err = e};
-    if (w->profile) BD_CUDA_TRY(e, cudaEventRecord(w->cp->prof[1 + 2 * li], cs->s));
-    st = bd_cuda_run(&k);
-    if (st) goto fail;
-    if (w->profile) BD_CUDA_TRY(e, cudaEventRecord(w->cp->prof[2 + 2 * li], cs->s));
-    return BRAID_OK;
-fail:
-    bd_err_prefix(e, "node '%s' (%s): ", n->name, n->op_type);
+                        .allow_tf32 = w->s->allow_tf32, .err = e, .notes = w->s->notes, .device = w->s->device,
+                        .tune = w->s->tune};
+    int async = 0;
+    bd_cu_fault_begin(cs->s, w->s->sync, w->capturing);
+    st = bd_cu_fault_peek(e); /* an error left by earlier work is not this node's */
+    if (!st && w->profile) st = record(w->cp->prof[1 + 2 * li], cs->s, e);
+    if (!st) st = bd_cuda_run(&k);
+    if (!st && w->profile) st = record(w->cp->prof[2 + 2 * li], cs->s, e);
+    bd_err later = {0};
+    braid_status end = bd_cu_fault_end(st ? &later : e, &async);
+    if (!st) st = end;
+    if (st) {
+        char pre[400];
+        if (async && !w->s->sync) bd_cu_earlier_prefix(pre, sizeof pre, n->name, n->op_type, stream);
+        else bd_cu_node_prefix(pre, sizeof pre, n->name, n->op_type, stream);
+        bd_err_prefix(e, "%s", pre);
+    }
     return st;
 }
 
@@ -282,8 +358,10 @@ static void drain(cuda_state *s)
 }
 
 /* Captures the enqueue of the whole plan as one CUDA graph. Run after an
- * uncaptured run, so that every kernel's cache (algorithms, scratch) is
- * already made: nothing may allocate or synchronize while capturing. */
+ * uncaptured run, so that every kernel's cache (tuned algorithms, scratch) is
+ * already made: nothing may allocate or synchronize while capturing. The
+ * graph reads the plan's own input buffers (in_dev): a run copies its inputs
+ * there before replaying it. */
 static braid_status capture(walk *w, bd_err *e)
 {
     braid_status st = BRAID_OK;
@@ -291,11 +369,13 @@ static braid_status capture(walk *w, bd_err *e)
     cudaStream_t s0 = w->s->streams[0].s;
     cudaGraph_t graph = NULL;
     const bd_graph *g = w->p->g;
-    for (int i = 0; i < g->n_inputs; i++) w->p->vals[g->inputs[i]].data = cp->in_buf[i];
+    for (int i = 0; i < g->n_inputs; i++) w->p->vals[g->inputs[i]].data = cp->in_dev[i];
     /* Thread-local: a capture in Global mode makes every other thread's unsafe
      * call (another session's cudaMalloc, cudaMemcpy, ...) fail while it lasts. */
     BD_CUDA_TRY(e, cudaStreamBeginCapture(s0, cudaStreamCaptureModeThreadLocal));
+    w->capturing = 1;
     st = enqueue(w, e);
+    w->capturing = 0;
     if (st) /* join every forked stream back, or EndCapture fails as unjoined and they stay capturing */
         for (int t = 1; t < w->p->plan.n_streams; t++) {
             cudaEventRecord(cp->fork[t], w->s->streams[t].s);
@@ -305,7 +385,7 @@ static braid_status capture(walk *w, bd_err *e)
     if (graph) BD_CU_COUNT(w->s, graphs, 1);
     if (st) goto fail;
     if (ce != cudaSuccess) {
-        st = BD_FAIL(e, BRAID_ERR_DEVICE, "capturing the run as a CUDA graph failed: %s", cudaGetErrorString(ce));
+        st = BD_FAIL(e, BRAID_ERR_DEVICE, "cudaStreamEndCapture: %s", cudaGetErrorString(ce));
         goto fail;
     }
     BD_CUDA_TRY(e, cudaGraphInstantiateWithFlags(&cp->exec, graph, 0));
@@ -319,14 +399,23 @@ fail:
     return st;
 }
 
+#if CUDART_VERSION >= 13000
+static struct cudaMemLocation where(const cuda_state *s, int to_host)
+{
+    struct cudaMemLocation loc;
+    memset(&loc, 0, sizeof loc);
+    loc.type = to_host ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
+    loc.id = to_host ? 0 : s->device;
+    return loc;
+}
+#endif
+
 static braid_status prefetch(cuda_state *s, void *ptr, size_t n, int to_host, cudaStream_t stream, bd_err *e)
 {
     braid_status st = BRAID_OK;
     if (!s->concurrent_managed || !n) return BRAID_OK;
 #if CUDART_VERSION >= 13000
-    struct cudaMemLocation loc = {.type = to_host ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice,
-                                  .id = to_host ? 0 : s->device};
-    BD_CUDA_TRY(e, cudaMemPrefetchAsync(ptr, n, loc, 0, stream));
+    BD_CUDA_TRY(e, cudaMemPrefetchAsync(ptr, n, where(s, to_host), 0, stream));
 #else
     BD_CUDA_TRY(e, cudaMemPrefetchAsync(ptr, n, to_host ? cudaCpuDeviceId : s->device, stream));
 #endif
@@ -335,9 +424,54 @@ fail:
     return st;
 }
 
+/* Managed outputs before a run: the last run's contents are dropped and the
+ * pages mapped on the device, so that the kernels' writes neither fault nor
+ * bring the stale bytes back. Where the discard call is missing or refused,
+ * a plain prefetch (which moves the stale bytes), and a note says so. */
+static braid_status outputs_to_device(cuda_state *s, cuda_plan *cp, bd_prepared *p, cudaStream_t s0, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    const bd_graph *g = p->g;
+#if CUDART_VERSION >= 13000
+    if (!cp->no_discard) {
+        void *ptr[64];
+        size_t size[64], n = 0, first = 0;
+        struct cudaMemLocation loc = where(s, 0);
+        for (int o = 0; o <= g->n_outputs; o++) {
+            if (o < g->n_outputs && cp->out_run[o] && p->out_bytes[o]) {
+                ptr[n] = p->out_data[o];
+                size[n++] = p->out_bytes[o];
+            }
+            if (n && (n == 64 || o == g->n_outputs)) {
+                cudaError_t ce = cudaMemDiscardAndPrefetchBatchAsync(ptr, size, n, &loc, &first, 1, 0, s0);
+                n = 0;
+                if (ce == cudaSuccess) continue;
+                if (bd_cu_sticky(ce)) {
+                    st = bd_cu_fail_cuda(e, "cudaMemDiscardAndPrefetchBatchAsync", ce, __FILE__, __LINE__);
+                    goto fail;
+                }
+                cudaGetLastError();
+                cp->no_discard = 1;
+                bd_notes_add(s->notes, BD_CUDA_IO_ENV "=managed: cudaMemDiscardAndPrefetchBatchAsync failed (%s): "
+                             "outputs are prefetched to the device with their stale contents instead",
+                             cudaGetErrorString(ce));
+                break;
+            }
+        }
+        if (!cp->no_discard) return BRAID_OK;
+    }
+#endif
+    for (int o = 0; o < g->n_outputs; o++)
+        if (cp->out_run[o]) BD_TRY(prefetch(s, p->out_data[o], p->out_bytes[o], 0, s0, e));
+    return BRAID_OK;
+fail:
+    return st;
+}
+
 static void collect_profile(cuda_state *s, bd_prepared *p, double host_base)
 {
     cuda_plan *cp = p->bstate;
+    (void)s;
     for (int i = 0; i < p->n_live; i++) {
         float a = 0, b = 0;
         if (cudaEventElapsedTime(&a, cp->prof[0], cp->prof[1 + 2 * i]) != cudaSuccess ||
@@ -349,60 +483,155 @@ static void collect_profile(cuda_state *s, bd_prepared *p, double host_base)
     }
 }
 
+/* The inputs onto the device, on stream 0, before the fork (or the graph)
+ * that every other stream waits on. An input in one of the session's
+ * host-shared buffers costs at most one DMA: staged, a pinned copy into the
+ * plan's device buffer; mapped, none (the kernels read it in place);
+ * managed, a prefetch that leaves the host's copy valid. A captured graph
+ * reads the plan's device buffers, so it gets the copy in every mode. Any
+ * other input is copied from ordinary (pageable) memory. */
+static braid_status inputs_in(cuda_state *s, cuda_plan *cp, bd_prepared *p, const bd_tensor *inputs,
+                              cudaStream_t s0, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    const bd_graph *g = p->g;
+    for (int i = 0; i < g->n_inputs; i++) {
+        void *src = inputs[i].data, *use = cp->in_dev[i];
+        size_t nb = cp->in_bytes[i];
+        const struct shared_buf *sb = nb ? bd_cu_shared_find(s, src, nb) : NULL;
+        if (!nb) {
+            /* nothing to move */
+        } else if (sb && !cp->exec && s->io == BD_IO_MAPPED && sb->kind == BD_MEM_PINNED && sb->dev) {
+            use = (char *)sb->dev + ((const char *)src - (const char *)sb->p);
+        } else if (sb && !cp->exec && s->io == BD_IO_MANAGED && sb->kind == BD_MEM_MANAGED) {
+            BD_TRY(prefetch(s, src, nb, 0, s0, e));
+            use = src;
+        } else {
+            cudaError_t ce = cudaMemcpyAsync(use, src, nb, cudaMemcpyDefault, s0);
+            if (ce != cudaSuccess) {
+                st = bd_cu_fail_cuda(e, "cudaMemcpyAsync", ce, __FILE__, __LINE__);
+                bd_err_prefix(e, "copying input '%s' to the device: ", g->values[g->inputs[i]].name);
+                goto fail;
+            }
+        }
+        p->vals[g->inputs[i]].data = use;
+    }
+    return BRAID_OK;
+fail:
+    return st;
+}
+
+/* The outputs to the host, on stream 0 after the join: staged, one pinned
+ * copy each; managed, a prefetch; mapped, nothing (the kernels wrote them). */
+static braid_status outputs_out(cuda_state *s, cuda_plan *cp, bd_prepared *p, cudaStream_t s0, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    const bd_graph *g = p->g;
+    for (int o = 0; o < g->n_outputs; o++) {
+        if (!cp->out_run[o] || !p->out_bytes[o]) continue;
+        if (cp->io == BD_IO_STAGED)
+            BD_CUDA_TRY(e, cudaMemcpyAsync(p->out_data[o], cp->out_dev[o], p->out_bytes[o], cudaMemcpyDeviceToHost, s0));
+        else if (cp->io == BD_IO_MANAGED)
+            BD_TRY(prefetch(s, p->out_data[o], p->out_bytes[o], 1, s0, e));
+    }
+    return BRAID_OK;
+fail:
+    return st;
+}
+
+/* The end of a run: one synchronization of stream 0. An error there is
+ * asynchronous: without BRAID_CUDA_SYNC no node can be named, and the
+ * message says how to find it. */
+static braid_status finish(cuda_state *s, cudaStream_t s0, bd_err *e)
+{
+    cudaError_t ce = cudaStreamSynchronize(s0);
+    if (ce == cudaSuccess) return BRAID_OK;
+    cudaGetLastError();
+    if (s->sync)
+        return BD_FAIL(e, BRAID_ERR_DEVICE, "cudaStreamSynchronize at the end of the run (after every node "
+                       "completed under " BD_CUDA_SYNC_ENV "=1: the input or output copies): %s",
+                       cudaGetErrorString(ce));
+    char msg[700];
+    bd_cu_async_text(msg, sizeof msg, "cudaStreamSynchronize", cudaGetErrorString(ce), bd_cu_sticky(ce));
+    return BD_FAIL(e, BRAID_ERR_DEVICE, "%s", msg);
+}
+
+static void input_shapes(const bd_prepared *p, char *buf, size_t n)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < p->g->n_inputs && o + 1 < n; i++) {
+        char sh[160];
+        o += (size_t)snprintf(buf + o, n - o, "%s%s %s", i ? ", " : "", p->g->values[p->g->inputs[i]].name,
+                              bd_shape_str(&p->inst.vals[p->g->inputs[i]], sh, sizeof sh));
+    }
+}
+
+/* After the first run of a graph-mode plan (which filled every cache):
+ * capture, or say why not. */
+static void try_capture(walk *w)
+{
+    cuda_state *s = w->s;
+    cuda_plan *cp = w->cp;
+    char shapes[300];
+    input_shapes(w->p, shapes, sizeof shapes);
+    if (s->sync) {
+        cp->no_graph = 1;
+        snprintf(cp->graph_err, sizeof cp->graph_err, BD_CUDA_SYNC_ENV "=1 synchronizes after every launch, "
+                 "which a CUDA graph cannot hold: runs go node by node");
+        bd_notes_add(s->notes, "CUDA graph not captured: %s", cp->graph_err);
+        return;
+    }
+    bd_err ce = {0};
+    w->profile = 0;
+    if (capture(w, &ce) != BRAID_OK) {
+        cp->no_graph = 1;
+        snprintf(cp->graph_err, sizeof cp->graph_err, "%s", ce.msg);
+        bd_notes_add(s->notes, "CUDA graph: capturing the plan for inputs %s failed, so its runs go node by node: %s",
+                     shapes, ce.msg);
+        drain(s);
+    }
+}
+
 braid_status bd_cuda_plan_run(void *state, bd_prepared *p, const bd_tensor *inputs, bd_err *e)
 {
     braid_status st = BRAID_OK;
     cuda_state *s = state;
     cuda_plan *cp = p->bstate;
-    const bd_graph *g = p->g;
     int S = p->plan.n_streams;
     walk w = {.s = s, .p = p, .cp = cp};
     if (S < 1) return BRAID_OK; /* nothing to run: every output is a constant or an input */
     BD_CUDA_TRY(e, cudaSetDevice(s->device));
     cudaStream_t s0 = s->streams[0].s;
+    {
+        cudaError_t pending = cudaPeekAtLastError();
+        if (bd_cu_sticky(pending)) {
+            st = BD_FAIL(e, BRAID_ERR_DEVICE, "an asynchronous CUDA error from earlier work is pending before the "
+                         "run (%s); rerun with " BD_CUDA_SYNC_ENV "=1 to find the node that caused it. The CUDA "
+                         "context is unusable: restart the process", cudaGetErrorString(pending));
+            goto fail;
+        }
+    }
     w.cur = bd_malloc((size_t)S * sizeof *w.cur);
     w.in = bd_calloc((size_t)cp->max_in + 1, sizeof *w.in);
     w.host_in = bd_calloc((size_t)cp->max_in + 1, sizeof *w.host_in);
     w.out = bd_calloc((size_t)cp->max_out + 1, sizeof *w.out);
     BD_CHECK_ALLOC(e, w.cur && w.in && w.host_in && w.out);
-    /* Inputs. One in a host-shared buffer of the session is used where it is
-     * (no copy), except by a captured graph, which reads the plan's own
-     * buffers: it gets a device-side copy. Any other input is copied into the
-     * plan's managed buffer on stream 0, before the fork (or the graph) that
-     * every other stream waits on. */
-    for (int i = 0; i < g->n_inputs; i++) {
-        void *src = inputs[i].data, *use = cp->in_buf[i];
-        size_t nb = cp->in_bytes[i];
-        if (nb && bd_cu_is_shared(s, src, nb)) {
-            if (!cp->exec) use = src;
-            else if (src != use) BD_CUDA_TRY(e, cudaMemcpyAsync(use, src, nb, cudaMemcpyDefault, s0));
-            BD_TRY(prefetch(s, use, nb, 0, s0, e));
-        } else if (nb) {
-            /* Host stores into managed pages that the last run moved to the device
-             * would fault every page back; the copy engine writes them in place. */
-            BD_TRY(prefetch(s, use, nb, 0, s0, e));
-            BD_CUDA_TRY(e, cudaMemcpyAsync(use, src, nb, cudaMemcpyDefault, s0));
-        }
-        p->vals[g->inputs[i]].data = use;
-    }
-    /* Outputs back on the device before kernels write them (the last run moved
-     * them to the host): one migration by the copy engine, not a fault per page. */
-    for (int o = 0; o < g->n_outputs; o++) BD_TRY(prefetch(s, p->out_data[o], p->out_bytes[o], 0, s0, e));
+    BD_TRY(inputs_in(s, cp, p, inputs, s0, e));
+    if (cp->io == BD_IO_MANAGED) BD_TRY(outputs_to_device(s, cp, p, s0, e));
     w.profile = s->profile && !cp->exec && cp->n_prof;
     double host_base = bd_now();
-    if (cp->exec) BD_CUDA_TRY(e, cudaGraphLaunch(cp->exec, s0));
-    else BD_TRY(enqueue(&w, e));
-    for (int o = 0; o < g->n_outputs; o++) BD_TRY(prefetch(s, p->out_data[o], p->out_bytes[o], 1, s0, e));
-    BD_CUDA_TRY(e, cudaStreamSynchronize(s0));
-    if (w.profile) collect_profile(s, p, host_base);
-    /* The first run of a graph-mode plan ran uncaptured and filled every cache;
-     * capture now, and replay from the next run on. */
-    if (s->cuda_graph && !cp->exec && !cp->no_graph) {
-        bd_err ce = {0};
-        w.profile = 0;
-        /* A plan whose kernels cannot be captured keeps running uncaptured. */
-        if (capture(&w, &ce) != BRAID_OK) { cp->no_graph = 1; drain(s); }
+    if (cp->exec) {
+        BD_CUDA_TRY(e, cudaGraphLaunch(cp->exec, s0));
+        cp->replays++;
+    } else {
+        BD_TRY(enqueue(&w, e));
+        cp->uncaptured++;
     }
+    BD_TRY(outputs_out(s, cp, p, s0, e));
+    BD_TRY(finish(s, s0, e));
+    if (w.profile) collect_profile(s, p, host_base);
+    if (s->cuda_graph && !cp->exec && !cp->no_graph) try_capture(&w);
     bd_free(w.cur);
     bd_free(w.in);
     bd_free(w.host_in);
@@ -415,4 +644,18 @@ fail:
     bd_free(w.host_in);
     bd_free(w.out);
     return st;
+}
+
+void bd_cuda_plan_graph_info(void *state, const bd_prepared *p, bd_graph_report *r)
+{
+    (void)state;
+    const cuda_plan *cp = p ? p->bstate : NULL;
+    memset(r, 0, sizeof *r);
+    r->error = "";
+    if (!cp) return;
+    r->captured = cp->exec != NULL;
+    r->failed = cp->no_graph;
+    r->replays = cp->replays;
+    r->uncaptured = cp->uncaptured;
+    r->error = cp->graph_err;
 }

@@ -17,4 +17,5 @@ __attribute__((visibility("default"))) const bd_cuda_module braid_cuda_module = 
     .backend = &bd_backend_cuda,
     .probe = bd_cuda_probe,
     .global_counts = global_counts,
+    .algo_stats = bd_algo_cache_stats,
 };
