@@ -1,8 +1,9 @@
 /* layout.cu: CUDA kernels of the layout op family (Concat, Split, Slice,
- * Transpose, Gather, Expand, Tile, Pad), mirroring
- * src/backend/cpu/ops/layout.c. Every op moves whole elements of any
- * fixed-size dtype by width (1, 2, 4 or 8 bytes). Transpose, Slice and
- * Expand are one strided gather; Concat and Split are 2-D copies. */
+ * Transpose, Gather, Expand, Tile, Pad, DepthToSpace, SpaceToDepth,
+ * CenterCropPad), mirroring src/backend/cpu/ops/layout.c. Every op moves
+ * whole elements of any fixed-size dtype by width (1, 2, 4 or 8 bytes).
+ * Transpose, Slice, Expand, DepthToSpace and SpaceToDepth are one strided
+ * gather; Concat and Split are 2-D copies; CenterCropPad is a Pad. */
 #include <limits.h>
 
 #include "common.cuh"
@@ -308,7 +309,7 @@ static braid_status run_pad(const bd_cuda_kernel *k)
     int r = x->rank;
     bd_tensor hv[4];
     bd_cu_host_view(k, hv, 4);
-    braid_status st = bd_pad_resolve(n, hv, k->n_in < 4 ? k->n_in : 4, pads, k->err);
+    braid_status st = bd_layout_pads(n, hv, k->n_in < 4 ? k->n_in : 4, pads, k->err);
     if (st) return st;
     int64_t cnt = bd_numel(y);
     if (cnt == 0) return BRAID_OK;
@@ -337,6 +338,16 @@ static braid_status run_pad(const bd_cuda_kernel *k)
     return BRAID_OK;
 }
 
+static braid_status run_space_depth(const bd_cuda_kernel *k)
+{
+    const bd_layout_params *p = (const bd_layout_params *)k->node->params;
+    const bd_tensor *x = &k->in[0];
+    int64_t dims[6], st[6];
+    if (bd_numel(x) == 0) return BRAID_OK;
+    bd_space_depth_view(k->node->op, p->blocksize, p->crd, x->dims, dims, st);
+    return strided_copy(k, k->out[0].data, x->data, 6, dims, st, bd_dtype_size(x->dtype));
+}
+
 extern "C" braid_status bd_cuda_layout(const bd_cuda_kernel *k)
 {
     switch (k->node->op) {
@@ -347,7 +358,10 @@ extern "C" braid_status bd_cuda_layout(const bd_cuda_kernel *k)
     case BD_OP_Gather: return run_gather(k);
     case BD_OP_Expand: return run_expand(k);
     case BD_OP_Tile: return run_tile(k);
-    case BD_OP_Pad: return run_pad(k);
+    case BD_OP_Pad:
+    case BD_OP_CenterCropPad: return run_pad(k);
+    case BD_OP_DepthToSpace:
+    case BD_OP_SpaceToDepth: return run_space_depth(k);
     default:
         return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the layout family",
                        k->node->op_type);

@@ -1,5 +1,6 @@
 /* layout.c: attribute parsing, shape inference and cost of the layout op
- * family (Concat, Split, Slice, Transpose, Gather, Expand, Tile, Pad). */
+ * family (Concat, Split, Slice, Transpose, Gather, Expand, Tile, Pad,
+ * DepthToSpace, SpaceToDepth, CenterCropPad). */
 #include "layout.h"
 
 #include <string.h>
@@ -80,6 +81,32 @@ braid_status bd_layout_parse(bd_node *n, bd_err *e)
     }
     case BD_OP_Gather: BD_TRY(bd_attr_int(n, "axis", 0, &p->axis, e)); break;
     case BD_OP_Pad: BD_TRY(parse_pad(n, p, e)); break;
+    case BD_OP_DepthToSpace:
+    case BD_OP_SpaceToDepth: {
+        const char *mode;
+        int has_mode = n->op == BD_OP_DepthToSpace ? n->opset >= 11 : n->opset >= 28;
+        if (!bd_node_attr(n, "blocksize")) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'blocksize' is required");
+            goto fail;
+        }
+        BD_TRY(bd_attr_int(n, "blocksize", 0, &p->blocksize, e));
+        if (p->blocksize < 1) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'blocksize' must be positive, not %lld",
+                         (long long)p->blocksize);
+            goto fail;
+        }
+        BD_TRY(bd_attr_string(n, "mode", "DCR", &mode, e));
+        if (strcmp(mode, "DCR") != 0 && strcmp(mode, "CRD") != 0) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'mode' must be DCR or CRD, not '%s'", mode);
+            goto fail;
+        }
+        p->crd = has_mode && strcmp(mode, "CRD") == 0;
+        break;
+    }
+    case BD_OP_CenterCropPad:
+        p->n_crop_axes = -1;
+        if (bd_node_attr(n, "axes")) BD_TRY(bd_attr_ints(n, "axes", p->crop_axes, BD_MAX_RANK, &p->n_crop_axes, e));
+        break;
     default: break;
     }
 fail:
@@ -205,6 +232,40 @@ braid_status bd_pad_resolve(const bd_node *n, const bd_tensor *in, int n_in, int
             return BD_FAIL(e, BRAID_ERR_SHAPE, "axis %d is empty: only constant padding can grow it", d);
     }
     return BRAID_OK;
+}
+
+braid_status bd_center_crop_pads(const bd_node *n, const bd_tensor *in, int n_in, int64_t *pads, bd_err *e)
+{
+    const bd_layout_params *p = n->params;
+    int64_t shp[BD_MAX_RANK];
+    int cnt, r = in[0].rank, seen[BD_MAX_RANK] = {0};
+    braid_status st;
+    if (n_in < 2) return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "input 'shape' is missing");
+    if ((st = bd_const_ints(&in[1], "shape", shp, BD_MAX_RANK, &cnt, e))) return st;
+    int na = p->n_crop_axes >= 0 ? p->n_crop_axes : r;
+    if (cnt != na)
+        return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "input 'shape' has %d values for %d axes", cnt, na);
+    for (int i = 0; i < 2 * r; i++) pads[i] = 0;
+    for (int i = 0; i < na; i++) {
+        int d;
+        if ((st = bd_axis(p->n_crop_axes >= 0 ? p->crop_axes[i] : i, r, &d, e))) return st;
+        if (seen[d]) return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "axis %d appears twice in 'axes'", d);
+        seen[d] = 1;
+        if (shp[i] < 0)
+            return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "input 'shape' has a negative size %lld", (long long)shp[i]);
+        /* The window starts half the difference (rounded down) into the
+         * larger side; the odd element goes after. */
+        int64_t diff = shp[i] - in[0].dims[d], mag = diff < 0 ? -diff : diff, before = mag / 2;
+        pads[d] = diff < 0 ? -before : before;
+        pads[r + d] = diff < 0 ? -(mag - before) : mag - before;
+    }
+    return BRAID_OK;
+}
+
+braid_status bd_layout_pads(const bd_node *n, const bd_tensor *in, int n_in, int64_t *pads, bd_err *e)
+{
+    return n->op == BD_OP_CenterCropPad ? bd_center_crop_pads(n, in, n_in, pads, e)
+                                        : bd_pad_resolve(n, in, n_in, pads, e);
 }
 
 braid_status bd_split_resolve(const bd_node *n, const bd_tensor *in, int n_in, int *axis,
@@ -350,6 +411,30 @@ static braid_status infer_pad(const bd_node *n, const bd_tensor *in, bd_tensor *
     return BRAID_OK;
 }
 
+static braid_status infer_space_depth(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
+{
+    const bd_layout_params *p = n->params;
+    int64_t b = p->blocksize;
+    char sa[160];
+    if (in[0].rank != 4)
+        return BD_FAIL(e, BRAID_ERR_SHAPE, "the input must have rank 4 (NCHW), not %d", in[0].rank);
+    const int64_t *x = in[0].dims;
+    if (n->op == BD_OP_DepthToSpace && x[1] % (b * b))
+        return BD_FAIL(e, BRAID_ERR_SHAPE, "%lld channels do not divide by blocksize^2 = %lld",
+                       (long long)x[1], (long long)(b * b));
+    if (n->op == BD_OP_SpaceToDepth && (x[2] % b || x[3] % b))
+        return BD_FAIL(e, BRAID_ERR_SHAPE, "the spatial dims of %s do not divide by blocksize %lld",
+                       bd_shape_str(&in[0], sa, sizeof sa), (long long)b);
+    out->rank = 4;
+    out->dims[0] = x[0];
+    if (n->op == BD_OP_DepthToSpace) {
+        out->dims[1] = x[1] / (b * b), out->dims[2] = x[2] * b, out->dims[3] = x[3] * b;
+    } else {
+        out->dims[1] = x[1] * b * b, out->dims[2] = x[2] / b, out->dims[3] = x[3] / b;
+    }
+    return BRAID_OK;
+}
+
 braid_status bd_layout_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
 {
     braid_status st = BRAID_OK;
@@ -365,6 +450,17 @@ braid_status bd_layout_infer(const bd_node *n, const bd_tensor *in, bd_tensor *o
     case BD_OP_Expand:
     case BD_OP_Tile: return infer_expand_tile(n, in, out, e);
     case BD_OP_Pad: return infer_pad(n, in, out, e);
+    case BD_OP_DepthToSpace:
+    case BD_OP_SpaceToDepth: return infer_space_depth(n, in, out, e);
+    case BD_OP_CenterCropPad: {
+        int64_t pads[2 * BD_MAX_RANK];
+        int r = in[0].rank;
+        braid_status cst = bd_center_crop_pads(n, in, n->n_in, pads, e);
+        if (cst) return cst;
+        out->rank = r;
+        for (int d = 0; d < r; d++) out->dims[d] = in[0].dims[d] + pads[d] + pads[r + d];
+        return BRAID_OK;
+    }
     case BD_OP_Slice: {
         int64_t start[BD_MAX_RANK], step[BD_MAX_RANK];
         out->rank = in[0].rank;

@@ -1,5 +1,5 @@
 /* test_layout.c: the layout family (Slice, Gather, Pad, Transpose, Concat,
- * Split, Expand, Tile): inferred shapes and kernel outputs against plain
+ * Split, Expand, Tile, DepthToSpace, SpaceToDepth, CenterCropPad): inferred shapes and kernel outputs against plain
  * reference loops, on several element sizes; exact, since values are moved. */
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
@@ -291,6 +291,147 @@ static void test_expand_tile(void)
     done(&n, out);
 }
 
+
+/* DepthToSpace and SpaceToDepth against their definitions (onnx's reshape +
+ * transpose written as index formulas), DCR and CRD, blocksize 3, int16 and
+ * int8 elements; opset 13 SpaceToDepth ignores 'mode' (DCR). */
+static void test_space_depth(void)
+{
+    enum { N = 2, C = 18, H = 4, W = 5, B = 3 };
+    int16_t *x = malloc(sizeof(int16_t) * N * C * H * W);
+    for (int i = 0; i < N * C * H * W; i++) x[i] = (int16_t)(i * 5 - 1000);
+    bd_err e = {0};
+    bd_tensor out[1] = {0};
+    for (int crd = 0; crd < 2; crd++) {
+        bd_attr at[2] = {attr_i("blocksize", B), {.name = "mode", .type = BD_ATTR_STRING, .s = crd ? "CRD" : "DCR"}};
+        bd_tensor in[1] = {{.dtype = BRAID_DTYPE_INT16, .rank = 4, .dims = {N, C, H, W}, .data = x}};
+        bd_node n = op_node(BD_OP_DepthToSpace, 13, 1, 1, at, 2);
+        CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+        int co = C / (B * B), ok = out[0].dims[1] == co && out[0].dims[2] == H * B && out[0].dims[3] == W * B;
+        const int16_t *y = out[0].data;
+        for (int b = 0; ok && b < N; b++)
+            for (int c = 0; c < co; c++)
+                for (int h = 0; h < H; h++)
+                    for (int i = 0; i < B; i++)
+                        for (int w = 0; w < W; w++)
+                            for (int j = 0; j < B; j++) {
+                                int ch = crd ? c * B * B + i * B + j : (i * B + j) * co + c;
+                                ok &= y[((b * co + c) * H * B + h * B + i) * W * B + w * B + j] ==
+                                      x[((b * C + ch) * H + h) * W + w];
+                            }
+        CHECK(ok);
+        /* SpaceToDepth (opset 28, same mode) takes it back */
+        bd_tensor back[1] = {out[0]};
+        bd_tensor out2[1] = {0};
+        bd_node n2 = op_node(BD_OP_SpaceToDepth, 28, 1, 1, at, 2);
+        CHECK_EQ_INT(run(&n2, back, out2, &e), BRAID_OK);
+        CHECK(memcmp(out2[0].data, x, sizeof(int16_t) * N * C * H * W) == 0);
+        done(&n2, out2);
+        done(&n, out);
+    }
+    free(x);
+
+    /* SpaceToDepth DCR by its definition: y[n][(i*b+j)*C + c][h][w] = x[n][c][h*b+i][w*b+j] */
+    uint8_t x8[1 * 2 * 4 * 6];
+    for (int i = 0; i < 48; i++) x8[i] = (uint8_t)i;
+    bd_attr at[2] = {attr_i("blocksize", 2), {.name = "mode", .type = BD_ATTR_STRING, .s = "CRD"}};
+    bd_tensor in[1] = {{.dtype = BRAID_DTYPE_FLOAT8E4M3FN, .rank = 4, .dims = {1, 2, 4, 6}, .data = x8}};
+    bd_node n = op_node(BD_OP_SpaceToDepth, 13, 1, 1, at, 2); /* mode is not read before opset 28 */
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[1], 8);
+    int ok = 1;
+    for (int c = 0; c < 2; c++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++)
+                for (int h = 0; h < 2; h++)
+                    for (int w = 0; w < 3; w++)
+                        ok &= ((uint8_t *)out[0].data)[(((i * 2 + j) * 2 + c) * 2 + h) * 3 + w] ==
+                              x8[(c * 4 + h * 2 + i) * 6 + w * 2 + j];
+    CHECK(ok);
+    done(&n, out);
+
+    /* errors: channels not divisible, odd spatial dims, rank, blocksize 0, bad mode */
+    bd_attr b3 = attr_i("blocksize", 3);
+    n = op_node(BD_OP_DepthToSpace, 13, 1, 1, &b3, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_SHAPE);
+    CHECK_CONTAINS(e.msg, "blocksize^2");
+    done(&n, out);
+    n = op_node(BD_OP_SpaceToDepth, 13, 1, 1, &b3, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_SHAPE);
+    done(&n, out);
+    in[0].rank = 3;
+    n = op_node(BD_OP_SpaceToDepth, 13, 1, 1, at, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_SHAPE);
+    done(&n, out);
+    bd_attr b0 = attr_i("blocksize", 0);
+    n = op_node(BD_OP_DepthToSpace, 13, 1, 1, &b0, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_INVALID_MODEL);
+    done(&n, out);
+    bd_attr bm[2] = {attr_i("blocksize", 2), {.name = "mode", .type = BD_ATTR_STRING, .s = "XYZ"}};
+    n = op_node(BD_OP_DepthToSpace, 13, 1, 1, bm, 2);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_INVALID_MODEL);
+    done(&n, out);
+    n = op_node(BD_OP_DepthToSpace, 13, 1, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "blocksize");
+    done(&n, out);
+}
+
+/* CenterCropPad: x = 0..19 as 4x5 (bfloat16 bits), target (7, 2): rows padded
+ * 1 before and 2 after (odd padding goes after), columns cropped from 1 to 3
+ * (start rounded down); then axes (-1) only with target 8 (pad 1, 2). */
+static void test_center_crop_pad(void)
+{
+    uint16_t x[20];
+    for (int i = 0; i < 20; i++) x[i] = (uint16_t)(i + 1);
+    bd_err e = {0};
+    bd_tensor out[1] = {0};
+    int64_t shp[] = {7, 2};
+    bd_tensor in[2] = {{.dtype = BRAID_DTYPE_BFLOAT16, .rank = 2, .dims = {4, 5}, .data = x}, ints1(shp, 2)};
+    bd_node n = op_node(BD_OP_CenterCropPad, 18, 2, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 7);
+    CHECK_EQ_INT(out[0].dims[1], 2);
+    int ok = 1;
+    for (int r = 0; r < 7; r++)
+        for (int c = 0; c < 2; c++)
+            ok &= ((uint16_t *)out[0].data)[r * 2 + c] == (r >= 1 && r < 5 ? x[(r - 1) * 5 + c + 1] : 0);
+    CHECK(ok);
+    done(&n, out);
+
+    int64_t ax[] = {-1}, s8[] = {8};
+    bd_attr axes = attr_is("axes", ax, 1);
+    in[1] = ints1(s8, 1);
+    n = op_node(BD_OP_CenterCropPad, 18, 2, 1, &axes, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 4);
+    CHECK_EQ_INT(out[0].dims[1], 8);
+    ok = 1;
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 8; c++)
+            ok &= ((uint16_t *)out[0].data)[r * 8 + c] == (c >= 1 && c < 6 ? x[r * 5 + c - 1] : 0);
+    CHECK(ok);
+    done(&n, out);
+
+    /* a crop to 0, a shape of the wrong length, a repeated axis */
+    int64_t z[] = {0, 5};
+    in[1] = ints1(z, 2);
+    n = op_node(BD_OP_CenterCropPad, 18, 2, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 0);
+    done(&n, out);
+    n = op_node(BD_OP_CenterCropPad, 18, 2, 1, &axes, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "2 values for 1 axes");
+    done(&n, out);
+    int64_t twice[] = {1, -1};
+    bd_attr axes2 = attr_is("axes", twice, 2);
+    n = op_node(BD_OP_CenterCropPad, 18, 2, 1, &axes2, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "twice");
+    done(&n, out);
+}
+
 int main(void)
 {
     test_slice();
@@ -299,5 +440,7 @@ int main(void)
     test_transpose();
     test_concat_split();
     test_expand_tile();
+    test_space_depth();
+    test_center_crop_pad();
     return check_done();
 }

@@ -258,7 +258,7 @@ static braid_status run_pad(const bd_kernel *k)
     unsigned char cv[16] = {0};
     size_t es = bd_dtype_size(x->dtype);
     int r = x->rank;
-    braid_status st = bd_pad_resolve(n, k->in, k->n_in, pads, k->err);
+    braid_status st = bd_layout_pads(n, k->in, k->n_in, pads, k->err);
     if (st) return st;
     if (bd_numel(y) == 0) return BRAID_OK;
     if (r == 0) { memcpy(y->data, x->data, es); return BRAID_OK; }
@@ -296,6 +296,19 @@ static braid_status run_pad(const bd_kernel *k)
     return BRAID_OK;
 }
 
+static braid_status run_space_depth(const bd_kernel *k)
+{
+    const bd_layout_params *p = k->node->params;
+    const bd_tensor *x = &k->in[0];
+    int64_t dims[6], st[6];
+    size_t es = bd_dtype_size(x->dtype);
+    if (bd_numel(x) == 0) return BRAID_OK;
+    bd_space_depth_view(k->node->op, p->blocksize, p->crd, x->dims, dims, st);
+    for (int d = 0; d < 6; d++) st[d] *= (int64_t)es;
+    strided_copy(k->out[0].data, x->data, 6, dims, st, es);
+    return BRAID_OK;
+}
+
 braid_status bd_cpu_layout(const bd_kernel *k)
 {
     switch (k->node->op) {
@@ -306,7 +319,10 @@ braid_status bd_cpu_layout(const bd_kernel *k)
     case BD_OP_Gather: return run_gather(k);
     case BD_OP_Expand: return run_expand(k);
     case BD_OP_Tile: return run_tile(k);
-    case BD_OP_Pad: return run_pad(k);
+    case BD_OP_Pad:
+    case BD_OP_CenterCropPad: return run_pad(k);
+    case BD_OP_DepthToSpace:
+    case BD_OP_SpaceToDepth: return run_space_depth(k);
     default:
         return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the layout family",
                        k->node->op_type);
