@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "util/dtype.h"
+
 static int has_input(const bd_node *n, const bd_tensor *in, int i)
 {
     return i < n->n_in && in[i].dtype != BRAID_DTYPE_UNDEFINED;
@@ -234,6 +236,28 @@ braid_status bd_pad_resolve(const bd_node *n, const bd_tensor *in, int n_in, int
     return BRAID_OK;
 }
 
+void bd_pad_value_bytes(int dtype, float v, unsigned char *b)
+{
+    memset(b, 0, 16);
+    switch (dtype) {
+    case BRAID_DTYPE_FLOAT: memcpy(b, &v, 4); break;
+    case BRAID_DTYPE_DOUBLE: { double d = v; memcpy(b, &d, 8); break; }
+    case BRAID_DTYPE_FLOAT16: { uint16_t h = bd_float_to_half(v); memcpy(b, &h, 2); break; }
+    case BRAID_DTYPE_BOOL: b[0] = v != 0; break;
+    case BRAID_DTYPE_INT8: case BRAID_DTYPE_INT4: case BRAID_DTYPE_INT2: { int8_t t = (int8_t)v; memcpy(b, &t, 1); break; }
+    case BRAID_DTYPE_UINT8: case BRAID_DTYPE_UINT4: case BRAID_DTYPE_UINT2: { uint8_t t = (uint8_t)v; memcpy(b, &t, 1); break; }
+    case BRAID_DTYPE_INT16: { int16_t t = (int16_t)v; memcpy(b, &t, 2); break; }
+    case BRAID_DTYPE_UINT16: { uint16_t t = (uint16_t)v; memcpy(b, &t, 2); break; }
+    case BRAID_DTYPE_INT32: { int32_t t = (int32_t)v; memcpy(b, &t, 4); break; }
+    case BRAID_DTYPE_UINT32: { uint32_t t = (uint32_t)v; memcpy(b, &t, 4); break; }
+    case BRAID_DTYPE_INT64: { int64_t t = (int64_t)v; memcpy(b, &t, 8); break; }
+    case BRAID_DTYPE_UINT64: { uint64_t t = (uint64_t)v; memcpy(b, &t, 8); break; }
+    default:
+        if (bd_dtype_is_narrow_float(dtype)) bd_float_to_narrow(dtype, b, 0, v);
+        break;
+    }
+}
+
 braid_status bd_center_crop_pads(const bd_node *n, const bd_tensor *in, int n_in, int64_t *pads, bd_err *e)
 {
     const bd_layout_params *p = n->params;
@@ -403,9 +427,11 @@ static braid_status infer_pad(const bd_node *n, const bd_tensor *in, bd_tensor *
     if (has_input(n, in, 2) && bd_numel(&in[2]) > 0 && in[2].dtype != in[0].dtype)
         return BD_FAIL(e, BRAID_ERR_DTYPE, "input 'constant_value' is %s, the data is %s",
                        bd_dtype_name(in[2].dtype), bd_dtype_name(in[0].dtype));
-    if (n->opset < 11 && in[0].dtype == BRAID_DTYPE_FLOAT16 &&
-        ((const bd_layout_params *)n->params)->pad_value != 0)
-        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "a nonzero 'value' for float16 data is not supported");
+    float v = ((const bd_layout_params *)n->params)->pad_value;
+    int dt = in[0].dtype;
+    if (n->opset < 11 && dt != BRAID_DTYPE_FLOAT && dt != BRAID_DTYPE_DOUBLE && dt != BRAID_DTYPE_FLOAT16 &&
+        !bd_dtype_is_narrow_float(dt) && !(v >= -9.2e18f && v <= 9.2e18f))
+        return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'value' %g has no %s value", v, bd_dtype_name(dt));
     out->rank = r;
     for (int d = 0; d < r; d++) out->dims[d] = in[0].dims[d] + pads[d] + pads[r + d];
     return BRAID_OK;

@@ -33,6 +33,24 @@ typedef struct bd_layout_params {
     int64_t split[];                /* n_split sizes */
 } bd_layout_params;
 
+/* Pad: where output position i (relative to the data: already minus the
+ * leading pad) reads in a dim of n values; -1 means the constant. */
+static inline BD_HOST_DEVICE int64_t bd_pad_source(int64_t i, int64_t n, int mode)
+{
+    if (i >= 0 && i < n) return i;
+    switch (mode) {
+    case BD_PADMODE_EDGE: return i < 0 ? 0 : n - 1;
+    case BD_PADMODE_WRAP: return ((i % n) + n) % n;
+    case BD_PADMODE_REFLECT: {
+        if (n == 1) return 0;
+        int64_t p = 2 * (n - 1);
+        i = ((i % p) + p) % p;
+        return i < n ? i : p - i;
+    }
+    default: return -1;
+    }
+}
+
 /* Slice: for each dim d of in[0], the first index start[d], the step step[d]
  * and the output length len[d] (dims that are not sliced: 0, 1, dim). Reads
  * the attributes (opset 1) or inputs 1-4 (known data needed). */
@@ -61,6 +79,10 @@ static inline int64_t bd_concat_chunk(const bd_concat_rows *r, const bd_tensor *
 
 braid_status bd_pad_resolve(const bd_node *n, const bd_tensor *in, int n_in, int64_t *pads,
                             bd_err *e);
+/* The bytes of Pad's 'value' attribute (before opset 11) as an element of
+ * dtype (16 bytes of room): rounded to nearest for the float types,
+ * truncated toward zero for the integers (as a C cast), nonzero for bool. */
+void bd_pad_value_bytes(int dtype, float v, unsigned char *bytes);
 /* CenterCropPad as a constant-0 Pad: pads[d] before and pads[rank + d]
  * after dim d (negative crops), from input 1 (the target shape, known data
  * needed) and the axes attribute. */

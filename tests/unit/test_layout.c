@@ -432,6 +432,91 @@ static void test_center_crop_pad(void)
     done(&n, out);
 }
 
+
+/* The attribute forms of old opsets: Slice-1 (starts/ends/axes attributes),
+ * Split-2/11 ('split' attribute) and Split-1 ('split' input), Pad-1/2
+ * ('paddings'/'pads' and 'value', float16 included). */
+static void test_attribute_forms(void)
+{
+    float x[60];
+    for (int i = 0; i < 60; i++) x[i] = (float)i;
+    bd_err e = {0};
+    bd_tensor out[2] = {0};
+    /* Slice-1 on 3x4x5: axes (0, 2), starts (1, -3), ends (1000, -1) -> rows 1-2, columns 2-3 */
+    int64_t st[] = {1, -3}, en[] = {1000, -1}, ax[] = {0, 2};
+    bd_attr at[3] = {attr_is("starts", st, 2), attr_is("ends", en, 2), attr_is("axes", ax, 2)};
+    bd_tensor in[2] = {tensor(BRAID_DTYPE_FLOAT, 3, (int64_t[]){3, 4, 5}, x)};
+    bd_node n = op_node(BD_OP_Slice, 1, 1, 1, at, 3);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 2);
+    CHECK_EQ_INT(out[0].dims[1], 4);
+    CHECK_EQ_INT(out[0].dims[2], 2);
+    int ok = 1;
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 2; c++) ok &= ((float *)out[0].data)[(a * 4 + b) * 2 + c] == x[(a + 1) * 20 + b * 5 + c + 2];
+    CHECK(ok);
+    done(&n, out);
+    /* without axes, dims 0 and 1: dim 1 (of 4) from -3 (1) to -1 (3); without ends: refused */
+    n = op_node(BD_OP_Slice, 1, 1, 1, at, 2);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 2);
+    CHECK_EQ_INT(out[0].dims[1], 2);
+    CHECK_EQ_INT(out[0].dims[2], 5);
+    CHECK(((float *)out[0].data)[0] == x[20 + 5]);
+    done(&n, out);
+    n = op_node(BD_OP_Slice, 1, 1, 1, at, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_INVALID_MODEL);
+    done(&n, out);
+
+    /* Split-2 and Split-11 with the 'split' attribute (2, 3) along axis -1 of 3x4x5 */
+    int64_t sp[] = {2, 3};
+    bd_attr sa[2] = {attr_is("split", sp, 2), attr_i("axis", -1)};
+    for (int op = 0; op < 2; op++) {
+        n = op_node(BD_OP_Split, op ? 11 : 2, 1, 2, sa, 2);
+        CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+        CHECK_EQ_INT(out[0].dims[2], 2);
+        CHECK_EQ_INT(out[1].dims[2], 3);
+        CHECK(((float *)out[1].data)[0] == 2 && ((float *)out[1].data)[3] == 7);
+        done(&n, out);
+    }
+    /* Split-1 takes 'split' as an input */
+    in[1] = ints1(sp, 2);
+    bd_attr a1 = attr_i("axis", 2);
+    n = op_node(BD_OP_Split, 1, 2, 2, &a1, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[2], 2);
+    done(&n, out);
+    /* a 'split' attribute that does not add up */
+    int64_t bad[] = {2, 2};
+    bd_attr sb[2] = {attr_is("split", bad, 2), attr_i("axis", -1)};
+    n = op_node(BD_OP_Split, 11, 1, 2, sb, 2);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_SHAPE);
+    done(&n, out);
+
+    /* Pad-2 on float16 with value 2.5 (0x4100) and Pad-1's 'paddings' on float with -1.5 */
+    uint16_t h[] = {0x3c00, 0x4000};
+    int64_t pads[] = {1, 0};
+    bd_attr pa[3] = {attr_is("pads", pads, 2), attr_f("value", 2.5f), {.name = "mode", .type = BD_ATTR_STRING, .s = "constant"}};
+    bd_tensor hin[1] = {tensor(BRAID_DTYPE_FLOAT16, 1, (int64_t[]){2}, h)};
+    n = op_node(BD_OP_Pad, 2, 1, 1, pa, 3);
+    CHECK_EQ_INT(run(&n, hin, out, &e), BRAID_OK);
+    uint16_t want_h[] = {0x4100, 0x3c00, 0x4000};
+    CHECK(memcmp(out[0].data, want_h, sizeof want_h) == 0);
+    done(&n, out);
+    int64_t pads1[] = {0, 2};
+    bd_attr p1[2] = {attr_is("paddings", pads1, 2), attr_f("value", -1.5f)};
+    bd_tensor fin[1] = {tensor(BRAID_DTYPE_FLOAT, 1, (int64_t[]){2}, x)};
+    n = op_node(BD_OP_Pad, 1, 1, 1, p1, 2);
+    CHECK_EQ_INT(run(&n, fin, out, &e), BRAID_OK);
+    float want_f[] = {0, 1, -1.5f, -1.5f};
+    CHECK(memcmp(out[0].data, want_f, sizeof want_f) == 0);
+    done(&n, out);
+    n = op_node(BD_OP_Pad, 2, 1, 1, p1 + 1, 1); /* no 'pads' */
+    CHECK_EQ_INT(run(&n, fin, out, &e), BRAID_ERR_INVALID_MODEL);
+    done(&n, out);
+}
+
 int main(void)
 {
     test_slice();
@@ -442,5 +527,6 @@ int main(void)
     test_expand_tile();
     test_space_depth();
     test_center_crop_pad();
+    test_attribute_forms();
     return check_done();
 }

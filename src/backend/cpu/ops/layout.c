@@ -230,24 +230,6 @@ static braid_status run_tile(const bd_kernel *k)
     return BRAID_OK;
 }
 
-/* Where output position i (relative to the data, i.e. already minus the
- * leading pad) reads in a dim of n values; -1 means the constant. */
-static int64_t pad_source(int64_t i, int64_t n, bd_pad_mode mode)
-{
-    if (i >= 0 && i < n) return i;
-    switch (mode) {
-    case BD_PADMODE_EDGE: return i < 0 ? 0 : n - 1;
-    case BD_PADMODE_WRAP: return ((i % n) + n) % n;
-    case BD_PADMODE_REFLECT: {
-        if (n == 1) return 0;
-        int64_t p = 2 * (n - 1);
-        i = ((i % p) + p) % p;
-        return i < n ? i : p - i;
-    }
-    default: return -1;
-    }
-}
-
 static braid_status run_pad(const bd_kernel *k)
 {
     const bd_node *n = k->node;
@@ -264,8 +246,8 @@ static braid_status run_pad(const bd_kernel *k)
     if (r == 0) { memcpy(y->data, x->data, es); return BRAID_OK; }
     if (n->opset >= 11 && k->n_in > 2 && k->in[2].dtype && bd_numel(&k->in[2]) > 0)
         memcpy(cv, k->in[2].data, es);
-    else if (n->opset < 11 && x->dtype != BRAID_DTYPE_FLOAT16)
-        bd_set_f64(&(bd_tensor){.dtype = x->dtype, .rank = 0, .data = cv}, 0, p->pad_value);
+    else if (n->opset < 11)
+        bd_pad_value_bytes(x->dtype, p->pad_value, cv);
     contiguous_strides(x, ist);
     int64_t nl = y->dims[r - 1], pb = pads[r - 1], inl = x->dims[r - 1], rows = bd_numel(y) / nl;
     int64_t lo = BD_MAX(0, BD_MIN(pb, nl)), hi = BD_MAX(lo, BD_MIN(pb + inl, nl));
@@ -274,7 +256,7 @@ static braid_status run_pad(const bd_kernel *k)
         int64_t off = 0;
         int inside = 1;
         for (int d = 0; d < r - 1 && inside; d++) {
-            int64_t i = pad_source(idx[d] - pads[d], x->dims[d], p->pad_mode);
+            int64_t i = bd_pad_source(idx[d] - pads[d], x->dims[d], p->pad_mode);
             if (i < 0) inside = 0;
             else off += i * ist[d];
         }
@@ -285,7 +267,7 @@ static braid_status run_pad(const bd_kernel *k)
                 j = hi - 1;
                 continue;
             }
-            int64_t i = inside ? pad_source(j - pb, inl, p->pad_mode) : -1;
+            int64_t i = inside ? bd_pad_source(j - pb, inl, p->pad_mode) : -1;
             memcpy(dst + j * (int64_t)es, i < 0 ? (const char *)cv : srow + i * (int64_t)es, es);
         }
         for (int d = r - 2; d >= 0; d--) {
