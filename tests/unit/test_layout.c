@@ -517,6 +517,74 @@ static void test_attribute_forms(void)
     done(&n, out);
 }
 
+
+/* The kernels split large tensors over threads: 1 and 4 threads give the
+ * same bytes (Transpose both ways, Concat with few and many rows, Slice,
+ * Pad, Gather, DepthToSpace on a 2x64x64x48 float tensor), and the NHWC
+ * transpose matches its definition. */
+static int same_at_1_and_4(bd_node *n, bd_tensor *in)
+{
+    bd_err e = {0};
+    bd_tensor o1[2] = {0}, o4[2] = {0};
+    g_threads = 4;
+    braid_status s4 = run(n, in, o4, &e);
+    bd_free(n->params);
+    n->params = NULL;
+    g_threads = 1;
+    braid_status s1 = run(n, in, o1, &e);
+    size_t nb = 0;
+    int ok = s1 == BRAID_OK && s4 == BRAID_OK && bd_tensor_nbytes(&o1[0], &nb, &e) == BRAID_OK &&
+             memcmp(o1[0].data, o4[0].data, nb) == 0;
+    done(n, o1);
+    free(o4[0].data);
+    free(o4[1].data);
+    return ok;
+}
+
+static void test_threads(void)
+{
+    enum { N = 2, C = 64, H = 64, W = 48 };
+    float *x = malloc(sizeof(float) * N * C * H * W);
+    for (int i = 0; i < N * C * H * W; i++) x[i] = (float)i;
+    bd_tensor in[5] = {tensor(BRAID_DTYPE_FLOAT, 4, (int64_t[]){N, C, H, W}, x)};
+    int64_t p1[] = {0, 2, 3, 1}, p2[] = {0, 3, 1, 2}, p3[] = {3, 2, 1, 0};
+    bd_attr a1 = attr_is("perm", p1, 4), a2 = attr_is("perm", p2, 4), a3 = attr_is("perm", p3, 4);
+    bd_node n = op_node(BD_OP_Transpose, 13, 1, 1, &a1, 1);
+    CHECK(same_at_1_and_4(&n, in));
+    n = op_node(BD_OP_Transpose, 13, 1, 1, &a2, 1);
+    CHECK(same_at_1_and_4(&n, in));
+    n = op_node(BD_OP_Transpose, 13, 1, 1, &a3, 1);
+    CHECK(same_at_1_and_4(&n, in));
+    bd_tensor cin[2] = {in[0], in[0]};
+    for (int axis = 0; axis < 4; axis++) {
+        bd_attr ax = attr_i("axis", axis);
+        n = op_node(BD_OP_Concat, 13, 2, 1, &ax, 1);
+        CHECK(same_at_1_and_4(&n, cin));
+        n = op_node(BD_OP_Split, 13, 1, 2, &ax, 1);
+        CHECK(same_at_1_and_4(&n, in));
+    }
+    int64_t st[] = {-1, 1}, en[] = {INT64_MIN, 60}, ax[] = {3, 1}, sp[] = {-3, 2};
+    bd_tensor sin[5] = {in[0], ints1(st, 2), ints1(en, 2), ints1(ax, 2), ints1(sp, 2)};
+    n = op_node(BD_OP_Slice, 13, 5, 1, NULL, 0);
+    CHECK(same_at_1_and_4(&n, sin));
+    int64_t pads[] = {0, 1, 3, 2, 1, 0, 2, 3};
+    bd_attr md = {.name = "mode", .type = BD_ATTR_STRING, .s = "reflect"};
+    bd_tensor pin[2] = {in[0], ints1(pads, 8)};
+    n = op_node(BD_OP_Pad, 13, 2, 1, &md, 1);
+    CHECK(same_at_1_and_4(&n, pin));
+    int64_t gi[] = {5, -1, 0, 33, 33, -64};
+    bd_tensor gin[2] = {in[0], ints1(gi, 6)};
+    bd_attr g1 = attr_i("axis", 1);
+    n = op_node(BD_OP_Gather, 13, 2, 1, &g1, 1);
+    CHECK(same_at_1_and_4(&n, gin));
+    bd_attr bs = attr_i("blocksize", 4);
+    n = op_node(BD_OP_DepthToSpace, 13, 1, 1, &bs, 1);
+    CHECK(same_at_1_and_4(&n, in));
+    n = op_node(BD_OP_SpaceToDepth, 13, 1, 1, &bs, 1);
+    CHECK(same_at_1_and_4(&n, in));
+    free(x);
+}
+
 int main(void)
 {
     test_slice();
@@ -528,5 +596,6 @@ int main(void)
     test_space_depth();
     test_center_crop_pad();
     test_attribute_forms();
+    test_threads();
     return check_done();
 }

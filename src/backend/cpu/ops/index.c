@@ -52,20 +52,42 @@ typedef struct ge_job {
     int64_t row; /* elements per row: the last dim of the indices */
 } ge_job;
 
+/* A row of GatherElements for element type T and index type TI: the data
+ * offsets step by one along the row unless the axis is the last dim. */
+#define GE_ROW(T, TI)                                                                              \
+    {                                                                                              \
+        const TI *ix_ = (const TI *)j->idx + i0;                                                   \
+        const T *x_ = (const T *)j->x + base;                                                      \
+        T *y_ = (T *)j->y + i0;                                                                    \
+        if (last)                                                                                  \
+            for (int64_t c = 0; c < j->row; c++) y_[c] = x_[ix_[c] < 0 ? ix_[c] + dim : ix_[c]];    \
+        else                                                                                       \
+            for (int64_t c = 0; c < j->row; c++) y_[c] = x_[c + (ix_[c] < 0 ? ix_[c] + dim : ix_[c]) * da]; \
+    }                                                                                              \
+    break;
+#define GE_TYPES(TI)                                                                               \
+    switch (j->es) {                                                                               \
+    case 1: GE_ROW(uint8_t, TI)                                                                    \
+    case 2: GE_ROW(uint16_t, TI)                                                                   \
+    case 4: GE_ROW(uint32_t, TI)                                                                   \
+    default: GE_ROW(uint64_t, TI)                                                                  \
+    }
+
+/* Rows of the last dim (indices checked before) */
 static void ge_rows(void *vj, int64_t begin, int64_t end)
 {
     const ge_job *j = vj;
     const bd_gather_elems *g = &j->g;
     int last = g->axis == g->rank - 1;
+    int64_t dim = g->dim, da = g->dst[g->axis];
     for (int64_t r = begin; r < end; r++) {
         int64_t i0 = r * j->row, base = bd_gather_elems_base(g, i0);
-        for (int64_t c = 0; c < j->row; c++) {
-            int64_t v = bd_index_wrap(bd_index_at(j->idx, j->is64, i0 + c), g->dim);
-            int64_t off = base + (last ? 0 : c) + v * g->dst[g->axis];
-            copy1(j->y + (i0 + c) * (int64_t)j->es, j->x + off * (int64_t)j->es, j->es);
-        }
+        if (j->is64) GE_TYPES(int64_t)
+        else GE_TYPES(int32_t)
     }
 }
+#undef GE_TYPES
+#undef GE_ROW
 
 static braid_status run_gather_elements(const bd_kernel *k)
 {
