@@ -106,6 +106,25 @@ static void test_flatten_squeeze(void)
     CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_SHAPE);
     done(&n, out);
 
+    /* Squeeze-1 and -11 take 'axes' as an attribute (negative from 11): 2x1x3x4 -> 2x3x4 */
+    int64_t sq[] = {-3}, sq1[] = {1};
+    bd_attr sqa = attr_is("axes", sq, 1), sqa1 = attr_is("axes", sq1, 1);
+    n = op_node(BD_OP_Squeeze, 11, 1, 1, &sqa, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].rank, 3);
+    CHECK_EQ_INT(out[0].dims[0], 2);
+    CHECK_EQ_INT(out[0].dims[1], 3);
+    done(&n, out);
+    n = op_node(BD_OP_Squeeze, 1, 1, 1, &sqa1, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].rank, 3);
+    done(&n, out);
+    /* Unsqueeze-1 without 'axes' is refused */
+    n = op_node(BD_OP_Unsqueeze, 1, 1, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "'axes'");
+    done(&n, out);
+
     /* Unsqueeze (opset 11, attribute) with negative axes relative to the output rank:
      * 2x1x3x4 with axes (-1, 0) -> 1x2x1x3x4x1 */
     int64_t ua[] = {-1, 0};
