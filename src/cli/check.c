@@ -3,7 +3,7 @@
  * expected one at the case's tolerance (tolerance.txt "rtol atol" when
  * present, else onnx's defaults rtol 1e-3, atol 1e-7; --rtol/--atol win).
  * Prints one PASS, FAIL or SKIP (unsupported) line with the max error. An
- * output drawn by a random op (flagged BD_OPF_NO_FOLD) is checked for its
+ * output drawn by a random op (the random family) is checked for its
  * dtype and shape only, and the case reports SKIP with that reason: its
  * expected values came from numpy's generator, which no executor reproduces
  * (onnx's own runners leave these cases out). */
@@ -81,7 +81,7 @@ static const char *random_source(const bd_graph *g, int v, unsigned char *seen)
     int p = g->values[v].producer;
     if (p < 0) return NULL;
     const bd_node *n = &g->nodes[p];
-    if (n->op >= 0 && n->op < BD_OP_COUNT && (bd_op_table[n->op].flags & BD_OPF_NO_FOLD)) return n->op_type;
+    if (n->op >= 0 && n->op < BD_OP_COUNT && bd_op_table[n->op].family == BD_FAM_random) return n->op_type;
     for (int i = 0; i < n->n_in; i++) {
         const char *r = random_source(g, n->in[i], seen);
         if (r) return r;
