@@ -155,6 +155,39 @@ static void test_pad(void)
     done(&n, out);
 }
 
+/* Pads wider than the data: wrap and reflect repeat (numpy.pad, which onnx's
+ * reference calls): np.pad(x, ((3, 1), (4, 5)), 'wrap') and
+ * np.pad(x, ((0, 0), (5, 4)), 'reflect') of x = [[1, 2, 3], [4, 5, 6]]. */
+static void test_pad_wide(void)
+{
+    int32_t x[] = {1, 2, 3, 4, 5, 6};
+    int32_t wrap[] = {6, 4, 5, 6, 4, 5, 6, 4, 5, 6, 4, 5, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2,
+                      6, 4, 5, 6, 4, 5, 6, 4, 5, 6, 4, 5, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2,
+                      6, 4, 5, 6, 4, 5, 6, 4, 5, 6, 4, 5, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2};
+    int32_t refl[] = {2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3, 5, 4, 5, 6, 5, 4, 5, 6, 5, 4, 5, 6};
+    bd_err e = {0};
+    bd_tensor out[1] = {0};
+    int64_t pw[] = {3, 4, 1, 5}, pr[] = {0, 5, 0, 4};
+    bd_attr mw = {.name = "mode", .type = BD_ATTR_STRING, .s = "wrap"}, mr = {.name = "mode", .type = BD_ATTR_STRING, .s = "reflect"};
+    bd_tensor in[2] = {tensor(BRAID_DTYPE_INT32, 2, (int64_t[]){2, 3}, x), ints1(pw, 4)};
+    bd_node n = op_node(BD_OP_Pad, 19, 2, 1, &mw, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 6);
+    CHECK_EQ_INT(out[0].dims[1], 12);
+    CHECK(memcmp(out[0].data, wrap, sizeof wrap) == 0);
+    done(&n, out);
+    in[1] = ints1(pr, 4);
+    n = op_node(BD_OP_Pad, 19, 2, 1, &mr, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK(memcmp(out[0].data, refl, sizeof refl) == 0);
+    done(&n, out);
+    /* an empty axis cannot be wrapped */
+    in[0].dims[1] = 0;
+    n = op_node(BD_OP_Pad, 19, 2, 1, &mw, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_SHAPE);
+    done(&n, out);
+}
+
 /* Transpose (0, 2, 3, 1) of an N x C x H x W tensor against the definition
  * y[n][h][w][c] = x[n][c][h][w], for element sizes 4, 1 and 8 and a shape
  * big enough for the tiled path. */
@@ -590,6 +623,7 @@ int main(void)
     test_slice();
     test_gather();
     test_pad();
+    test_pad_wide();
     test_transpose();
     test_concat_split();
     test_expand_tile();
