@@ -1,8 +1,9 @@
 /* layout.cu: CUDA kernels of the layout op family (Concat, Split, Slice,
- * Transpose, Gather, Expand, Tile, Pad), mirroring
- * src/backend/cpu/ops/layout.c. Every op moves whole elements of any
- * fixed-size dtype by width (1, 2, 4 or 8 bytes). Transpose, Slice and
- * Expand are one strided gather; Concat and Split are 2-D copies. */
+ * Transpose, Gather, Expand, Tile, Pad, DepthToSpace, SpaceToDepth,
+ * CenterCropPad), mirroring src/backend/cpu/ops/layout.c. Every op moves
+ * whole elements of any fixed-size dtype by width (1, 2, 4 or 8 bytes).
+ * Transpose, Slice, Expand, DepthToSpace and SpaceToDepth are one strided
+ * gather; Concat and Split are 2-D copies; CenterCropPad is a Pad. */
 #include <limits.h>
 
 #include "common.cuh"
@@ -63,24 +64,6 @@ __global__ void k_gather(const T *__restrict__ src, const TI *__restrict__ idx, 
     }
 }
 
-/* Pad: for each dim, the source index of output index i (already minus the
- * leading pad) in a dim of n values; -1 means the constant. */
-__device__ __forceinline__ int64_t pad_source(int64_t i, int64_t n, int mode)
-{
-    if (i >= 0 && i < n) return i;
-    switch (mode) {
-    case BD_PADMODE_EDGE: return i < 0 ? 0 : n - 1;
-    case BD_PADMODE_WRAP: return ((i % n) + n) % n;
-    case BD_PADMODE_REFLECT: {
-        if (n == 1) return 0;
-        int64_t p = 2 * (n - 1);
-        i = ((i % p) + p) % p;
-        return i < n ? i : p - i;
-    }
-    default: return -1;
-    }
-}
-
 struct pad_geom {
     int rank, mode;
     int64_t out[BD_MAX_RANK], in[BD_MAX_RANK], st[BD_MAX_RANK], before[BD_MAX_RANK];
@@ -98,7 +81,7 @@ __global__ void k_pad(const T *__restrict__ src, T *__restrict__ dst, int64_t n,
         for (int d = g.rank - 1; d >= 0; d--) {
             int64_t q = rem / g.out[d];
             /* An empty input dim has nothing to reflect, wrap or repeat. */
-            int64_t s = g.in[d] > 0 ? pad_source(rem - q * g.out[d] - g.before[d], g.in[d], g.mode) : -1;
+            int64_t s = g.in[d] > 0 ? bd_pad_source(rem - q * g.out[d] - g.before[d], g.in[d], g.mode) : -1;
             if (s < 0) inside = false;
             else off += s * g.st[d];
             rem = q;
@@ -275,26 +258,6 @@ static braid_status run_tile(const bd_cuda_kernel *k)
     return BRAID_OK;
 }
 
-/* The constant of Pad before opset 11 (attribute 'value'), as the CPU's
- * bd_set_f64 converts it; float16 keeps 0 as on the CPU. */
-static void pad_value_bytes(int dtype, double v, unsigned char *cv)
-{
-    switch (dtype) {
-    case BRAID_DTYPE_FLOAT: { float f = (float)v; memcpy(cv, &f, 4); break; }
-    case BRAID_DTYPE_DOUBLE: memcpy(cv, &v, 8); break;
-    case BRAID_DTYPE_INT64: { int64_t t = (int64_t)v; memcpy(cv, &t, 8); break; }
-    case BRAID_DTYPE_INT32: { int32_t t = (int32_t)v; memcpy(cv, &t, 4); break; }
-    case BRAID_DTYPE_INT16: { int16_t t = (int16_t)v; memcpy(cv, &t, 2); break; }
-    case BRAID_DTYPE_INT8: { int8_t t = (int8_t)v; memcpy(cv, &t, 1); break; }
-    case BRAID_DTYPE_UINT8: { uint8_t t = (uint8_t)v; memcpy(cv, &t, 1); break; }
-    case BRAID_DTYPE_BOOL: cv[0] = v != 0; break;
-    case BRAID_DTYPE_UINT16: { uint16_t t = (uint16_t)v; memcpy(cv, &t, 2); break; }
-    case BRAID_DTYPE_UINT32: { uint32_t t = (uint32_t)v; memcpy(cv, &t, 4); break; }
-    case BRAID_DTYPE_UINT64: { uint64_t t = (uint64_t)v; memcpy(cv, &t, 8); break; }
-    default: break;
-    }
-}
-
 static braid_status run_pad(const bd_cuda_kernel *k)
 {
     const bd_node *n = k->node;
@@ -308,7 +271,7 @@ static braid_status run_pad(const bd_cuda_kernel *k)
     int r = x->rank;
     bd_tensor hv[4];
     bd_cu_host_view(k, hv, 4);
-    braid_status st = bd_pad_resolve(n, hv, k->n_in < 4 ? k->n_in : 4, pads, k->err);
+    braid_status st = bd_layout_pads(n, hv, k->n_in < 4 ? k->n_in : 4, pads, k->err);
     if (st) return st;
     int64_t cnt = bd_numel(y);
     if (cnt == 0) return BRAID_OK;
@@ -318,8 +281,8 @@ static braid_status run_pad(const bd_cuda_kernel *k)
     }
     if (n->opset >= 11 && k->n_in > 2 && k->in[2].dtype && bd_numel(&k->in[2]) > 0)
         cvp = k->in[2].data; /* read on the device */
-    else if (n->opset < 11 && x->dtype != BRAID_DTYPE_FLOAT16)
-        pad_value_bytes(x->dtype, p->pad_value, cv);
+    else if (n->opset < 11)
+        bd_pad_value_bytes(x->dtype, p->pad_value, cv); /* as the CPU makes them */
     pad_geom g = {};
     g.rank = r;
     g.mode = (int)p->pad_mode;
@@ -337,6 +300,16 @@ static braid_status run_pad(const bd_cuda_kernel *k)
     return BRAID_OK;
 }
 
+static braid_status run_space_depth(const bd_cuda_kernel *k)
+{
+    const bd_layout_params *p = (const bd_layout_params *)k->node->params;
+    const bd_tensor *x = &k->in[0];
+    int64_t dims[6], st[6];
+    if (bd_numel(x) == 0) return BRAID_OK;
+    bd_space_depth_view(k->node->op, p->blocksize, p->crd, x->dims, dims, st);
+    return strided_copy(k, k->out[0].data, x->data, 6, dims, st, bd_dtype_size(x->dtype));
+}
+
 extern "C" braid_status bd_cuda_layout(const bd_cuda_kernel *k)
 {
     switch (k->node->op) {
@@ -347,7 +320,10 @@ extern "C" braid_status bd_cuda_layout(const bd_cuda_kernel *k)
     case BD_OP_Gather: return run_gather(k);
     case BD_OP_Expand: return run_expand(k);
     case BD_OP_Tile: return run_tile(k);
-    case BD_OP_Pad: return run_pad(k);
+    case BD_OP_Pad:
+    case BD_OP_CenterCropPad: return run_pad(k);
+    case BD_OP_DepthToSpace:
+    case BD_OP_SpaceToDepth: return run_space_depth(k);
     default:
         return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the layout family",
                        k->node->op_type);

@@ -1,7 +1,8 @@
 /* shape.cu: CUDA kernels of the shape op family, mirroring
- * src/backend/cpu/ops/shape.c. All but Shape copy the input's bytes unchanged
- * (device to device, on the node's stream, unless in and out share them);
- * Shape writes the dims, passed to a kernel by value. */
+ * src/backend/cpu/ops/shape.c. All but Shape, Size and BitCast copy the
+ * input's bytes unchanged (device to device, on the node's stream, unless in
+ * and out share them); Shape writes the dims and Size the count, passed to a
+ * kernel by value; BitCast of the sub-byte types re-extends each byte. */
 #include "common.cuh"
 
 extern "C" {
@@ -15,6 +16,11 @@ struct shape_dims {
 __global__ void k_shape(int64_t *o, int64_t len, shape_dims d)
 {
     if (blockIdx.x == 0 && (int64_t)threadIdx.x < len) o[threadIdx.x] = d.v[threadIdx.x];
+}
+
+__global__ void k_bitcast_subbyte(const uint8_t *__restrict__ x, uint8_t *__restrict__ y, int64_t n, int bits, int to)
+{
+    BD_CU_LOOP(i, n) y[i] = bd_bitcast_subbyte(x[i], bits, to);
 }
 
 /* Copies in's bytes to out unless they already share them. */
@@ -65,6 +71,23 @@ extern "C" braid_status bd_cuda_shape(const bd_cuda_kernel *k)
         /* A kernel, not a copy from host memory: no staging, capturable in a graph. */
         k_shape<<<1, 32, 0, k->stream>>>((int64_t *)k->out[0].data, len, d);
         BD_CU_CHECK_LAUNCH(k, "the Shape kernel");
+        return BRAID_OK;
+    }
+    case BD_OP_Size: {
+        shape_dims d = {};
+        d.v[0] = bd_numel(&k->in[0]);
+        k_shape<<<1, 32, 0, k->stream>>>((int64_t *)k->out[0].data, 1, d);
+        BD_CU_CHECK_LAUNCH(k, "the Size kernel");
+        return BRAID_OK;
+    }
+    case BD_OP_BitCast: {
+        int bits = bd_dtype_bits(k->in[0].dtype);
+        int64_t cnt = bd_numel(&k->in[0]);
+        if (bits >= 8) return copy_data(k, &k->in[0], &k->out[0]);
+        if (cnt == 0) return BRAID_OK;
+        k_bitcast_subbyte<<<bd_cu_grid(cnt), BD_CU_BLOCK, 0, k->stream>>>(
+            (const uint8_t *)k->in[0].data, (uint8_t *)k->out[0].data, cnt, bits, k->out[0].dtype);
+        BD_CU_CHECK_LAUNCH(k, "the BitCast kernel");
         return BRAID_OK;
     }
     case BD_OP_Dropout: {

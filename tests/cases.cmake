@@ -56,6 +56,11 @@ if(VALGRIND AND NOT BRAID_SANITIZE AND NOT BRAID_FUZZ)
   set_tests_properties(valgrind/run PROPERTIES FIXTURES_REQUIRED models LABELS valgrind TIMEOUT 600)
 endif()
 
+# The data-movement ops on every dtype braid holds, against onnx's reference.
+add_test(NAME unit/data_dtypes COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_data_dtypes.py ${BRAID_BIN}
+         ${CMAKE_BINARY_DIR}/tmp/data_dtypes)
+set_tests_properties(unit/data_dtypes PROPERTIES LABELS unit TIMEOUT 600)
+
 # Narrow float conversions (src/util/dtype.h) against ml_dtypes and onnx.
 add_executable(dtype_dump ${CMAKE_SOURCE_DIR}/tests/dtype/dtype_dump.c)
 target_link_libraries(dtype_dump PRIVATE braid_static)

@@ -1,7 +1,7 @@
 /* shape.c: specializes a graph to one set of input shapes: checks the run's
  * inputs against the declarations (symbolic dims must agree across inputs),
  * infers every value's dtype and shape in topological order, and folds nodes
- * whose inputs are all known (and Shape, which needs only a shape). */
+ * whose inputs are all known (and Shape and Size, which need only a shape). */
 #include "graph/shape.h"
 
 #include <stdio.h>
@@ -13,7 +13,8 @@ int bd_input_is_plan_value(const bd_graph *g, int i, const bd_tensor *t)
 {
     int dt = t->dtype;
     return g->input_shapes && g->input_shapes[i] && t->data && t->rank <= 1 && bd_numel(t) <= BD_PLAN_VALUE_MAX &&
-           (dt == BRAID_DTYPE_INT64 || dt == BRAID_DTYPE_INT32 || dt == BRAID_DTYPE_FLOAT || dt == BRAID_DTYPE_DOUBLE);
+           (dt == BRAID_DTYPE_INT64 || dt == BRAID_DTYPE_INT32 || dt == BRAID_DTYPE_INT16 || dt == BRAID_DTYPE_FLOAT ||
+            dt == BRAID_DTYPE_DOUBLE || dt == BRAID_DTYPE_FLOAT16 || dt == BRAID_DTYPE_BFLOAT16);
 }
 
 int bd_signature(const bd_graph *g, const bd_tensor *inputs, int64_t *sig, int max)
@@ -215,7 +216,7 @@ braid_status bd_inst_build(const bd_graph *g, const bd_tensor *inputs, bd_inst *
             if (n->out[k] >= 0) x->vals[n->out[k]] = out[k];
         }
         unsigned flags = bd_op_table[n->op].flags;
-        if ((all_const && !(flags & BD_OPF_NO_FOLD)) || n->op == BD_OP_Shape) {
+        if ((all_const && !(flags & BD_OPF_NO_FOLD)) || n->op == BD_OP_Shape || n->op == BD_OP_Size) {
             st = fold(x, n, in, out, e); /* a BD_OPF_DATA_SHAPE kernel sets its outputs' actual dims */
             if (st) { bd_err_prefix(e, "node '%s' (%s): ", n->name, n->op_type); goto fail; }
         } else if (flags & BD_OPF_DATA_SHAPE) {

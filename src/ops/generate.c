@@ -1,6 +1,7 @@
 /* generate.c: attribute parsing, shape inference and cost of the generate op
  * family (Constant, ConstantOfShape, Range). */
 #include "generate.h"
+#include "util/dtype.h"
 
 #include <math.h>
 #include <string.h>
@@ -81,34 +82,56 @@ static braid_status parse_constant_of_shape(bd_node *n, bd_err *e)
     return make_params(n, &t, bd_dtype_size(t.dtype), e);
 }
 
+static braid_status parse_range(bd_node *n, bd_err *e)
+{
+    int64_t stash = BRAID_DTYPE_DOUBLE; /* before opset 27 the reference computes in double */
+    braid_status st;
+    if (n->opset >= 27) {
+        if ((st = bd_attr_int(n, "stash_type", BRAID_DTYPE_FLOAT, &stash, e))) return st;
+        if (stash != BRAID_DTYPE_FLOAT && stash != BRAID_DTYPE_DOUBLE)
+            return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'stash_type' must be 1 (float) or 11 (double), not %lld",
+                           (long long)stash);
+    }
+    bd_generate_params *p = bd_calloc(1, sizeof *p);
+    if (!p) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    p->stash_type = stash;
+    return bd_params_done(n, p, BRAID_OK);
+}
+
 braid_status bd_generate_parse(bd_node *n, bd_err *e)
 {
     switch (n->op) {
     case BD_OP_Constant: return parse_constant(n, e);
     case BD_OP_ConstantOfShape: return parse_constant_of_shape(n, e);
+    case BD_OP_Range: return parse_range(n, e);
     default: return BRAID_OK;
     }
 }
 
+/* Element 0 of a scalar float input of any floating dtype, as double. */
+static double scalar_f64(const bd_tensor *t)
+{
+    switch (t->dtype) {
+    case BRAID_DTYPE_FLOAT: return *(const float *)t->data;
+    case BRAID_DTYPE_DOUBLE: return *(const double *)t->data;
+    case BRAID_DTYPE_FLOAT16: return bd_half_to_float(*(const uint16_t *)t->data);
+    default: return bd_bf16_to_float(*(const uint16_t *)t->data); /* BFLOAT16 */
+    }
+}
+
 /* The number of values of Range(start, limit, delta): max(ceil((limit - start)
- * / delta), 0), computed in the inputs' type as numpy and onnxruntime do. */
+ * / delta), 0), computed in double from the inputs' values for the float
+ * types (as numpy's arange counts in onnx's reference), exactly for the
+ * integers. */
 static braid_status range_count(const bd_tensor *in, int64_t *count, bd_err *e)
 {
     const int64_t cap = (int64_t)1 << 40;
-    double q;
-    if (in[0].dtype == BRAID_DTYPE_FLOAT || in[0].dtype == BRAID_DTYPE_DOUBLE) {
-        double s, l, d;
-        if (in[0].dtype == BRAID_DTYPE_FLOAT) {
-            float sf = *(const float *)in[0].data, lf = *(const float *)in[1].data;
-            float df = *(const float *)in[2].data;
-            s = sf, l = lf, d = df;
-            q = ceil((double)((lf - sf) / df));
-        } else {
-            s = *(const double *)in[0].data, l = *(const double *)in[1].data;
-            d = *(const double *)in[2].data;
-            q = ceil((l - s) / d);
-        }
+    int dt = in[0].dtype;
+    if (dt == BRAID_DTYPE_FLOAT || dt == BRAID_DTYPE_DOUBLE || dt == BRAID_DTYPE_FLOAT16 ||
+        dt == BRAID_DTYPE_BFLOAT16) {
+        double s = scalar_f64(&in[0]), l = scalar_f64(&in[1]), d = scalar_f64(&in[2]);
         if (d == 0) return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "delta is 0");
+        double q = ceil((l - s) / d);
         if (!isfinite(s) || !isfinite(l) || !isfinite(d) || isnan(q))
             return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "start, limit and delta must be finite");
         if (q > (double)cap)
@@ -134,11 +157,9 @@ static braid_status range_count(const bd_tensor *in, int64_t *count, bd_err *e)
 static braid_status infer_range(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
 {
     static const char *const what[] = {"start", "limit", "delta"};
-    if (in[0].dtype == BRAID_DTYPE_FLOAT16)
-        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "Range of float16 is not supported");
-    braid_status st = bd_expect_dtype(&in[0], "input 'start'", e, BRAID_DTYPE_FLOAT,
-                                      BRAID_DTYPE_DOUBLE, BRAID_DTYPE_INT16, BRAID_DTYPE_INT32,
-                                      BRAID_DTYPE_INT64, 0);
+    braid_status st = bd_expect_dtype(&in[0], "input 'start'", e, BRAID_DTYPE_FLOAT, BRAID_DTYPE_DOUBLE,
+                                      BRAID_DTYPE_INT16, BRAID_DTYPE_INT32, BRAID_DTYPE_INT64,
+                                      BRAID_DTYPE_FLOAT16, BRAID_DTYPE_BFLOAT16, 0);
     if (st) return st;
     for (int i = 0; i < 3; i++) {
         if (in[i].dtype != in[0].dtype)

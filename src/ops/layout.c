@@ -1,8 +1,11 @@
 /* layout.c: attribute parsing, shape inference and cost of the layout op
- * family (Concat, Split, Slice, Transpose, Gather, Expand, Tile, Pad). */
+ * family (Concat, Split, Slice, Transpose, Gather, Expand, Tile, Pad,
+ * DepthToSpace, SpaceToDepth, CenterCropPad). */
 #include "layout.h"
 
 #include <string.h>
+
+#include "util/dtype.h"
 
 static int has_input(const bd_node *n, const bd_tensor *in, int i)
 {
@@ -80,6 +83,32 @@ braid_status bd_layout_parse(bd_node *n, bd_err *e)
     }
     case BD_OP_Gather: BD_TRY(bd_attr_int(n, "axis", 0, &p->axis, e)); break;
     case BD_OP_Pad: BD_TRY(parse_pad(n, p, e)); break;
+    case BD_OP_DepthToSpace:
+    case BD_OP_SpaceToDepth: {
+        const char *mode;
+        int has_mode = n->op == BD_OP_DepthToSpace ? n->opset >= 11 : n->opset >= 28;
+        if (!bd_node_attr(n, "blocksize")) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'blocksize' is required");
+            goto fail;
+        }
+        BD_TRY(bd_attr_int(n, "blocksize", 0, &p->blocksize, e));
+        if (p->blocksize < 1) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'blocksize' must be positive, not %lld",
+                         (long long)p->blocksize);
+            goto fail;
+        }
+        BD_TRY(bd_attr_string(n, "mode", "DCR", &mode, e));
+        if (strcmp(mode, "DCR") != 0 && strcmp(mode, "CRD") != 0) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'mode' must be DCR or CRD, not '%s'", mode);
+            goto fail;
+        }
+        p->crd = has_mode && strcmp(mode, "CRD") == 0;
+        break;
+    }
+    case BD_OP_CenterCropPad:
+        p->n_crop_axes = -1;
+        if (bd_node_attr(n, "axes")) BD_TRY(bd_attr_ints(n, "axes", p->crop_axes, BD_MAX_RANK, &p->n_crop_axes, e));
+        break;
     default: break;
     }
 fail:
@@ -205,6 +234,62 @@ braid_status bd_pad_resolve(const bd_node *n, const bd_tensor *in, int n_in, int
             return BD_FAIL(e, BRAID_ERR_SHAPE, "axis %d is empty: only constant padding can grow it", d);
     }
     return BRAID_OK;
+}
+
+void bd_pad_value_bytes(int dtype, float v, unsigned char *b)
+{
+    memset(b, 0, 16);
+    switch (dtype) {
+    case BRAID_DTYPE_FLOAT: memcpy(b, &v, 4); break;
+    case BRAID_DTYPE_DOUBLE: { double d = v; memcpy(b, &d, 8); break; }
+    case BRAID_DTYPE_FLOAT16: { uint16_t h = bd_float_to_half(v); memcpy(b, &h, 2); break; }
+    case BRAID_DTYPE_BOOL: b[0] = v != 0; break;
+    case BRAID_DTYPE_INT8: case BRAID_DTYPE_INT4: case BRAID_DTYPE_INT2: { int8_t t = (int8_t)v; memcpy(b, &t, 1); break; }
+    case BRAID_DTYPE_UINT8: case BRAID_DTYPE_UINT4: case BRAID_DTYPE_UINT2: { uint8_t t = (uint8_t)v; memcpy(b, &t, 1); break; }
+    case BRAID_DTYPE_INT16: { int16_t t = (int16_t)v; memcpy(b, &t, 2); break; }
+    case BRAID_DTYPE_UINT16: { uint16_t t = (uint16_t)v; memcpy(b, &t, 2); break; }
+    case BRAID_DTYPE_INT32: { int32_t t = (int32_t)v; memcpy(b, &t, 4); break; }
+    case BRAID_DTYPE_UINT32: { uint32_t t = (uint32_t)v; memcpy(b, &t, 4); break; }
+    case BRAID_DTYPE_INT64: { int64_t t = (int64_t)v; memcpy(b, &t, 8); break; }
+    case BRAID_DTYPE_UINT64: { uint64_t t = (uint64_t)v; memcpy(b, &t, 8); break; }
+    default:
+        if (bd_dtype_is_narrow_float(dtype)) bd_float_to_narrow(dtype, b, 0, v);
+        break;
+    }
+}
+
+braid_status bd_center_crop_pads(const bd_node *n, const bd_tensor *in, int n_in, int64_t *pads, bd_err *e)
+{
+    const bd_layout_params *p = n->params;
+    int64_t shp[BD_MAX_RANK];
+    int cnt, r = in[0].rank, seen[BD_MAX_RANK] = {0};
+    braid_status st;
+    if (n_in < 2) return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "input 'shape' is missing");
+    if ((st = bd_const_ints(&in[1], "shape", shp, BD_MAX_RANK, &cnt, e))) return st;
+    int na = p->n_crop_axes >= 0 ? p->n_crop_axes : r;
+    if (cnt != na)
+        return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "input 'shape' has %d values for %d axes", cnt, na);
+    for (int i = 0; i < 2 * r; i++) pads[i] = 0;
+    for (int i = 0; i < na; i++) {
+        int d;
+        if ((st = bd_axis(p->n_crop_axes >= 0 ? p->crop_axes[i] : i, r, &d, e))) return st;
+        if (seen[d]) return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "axis %d appears twice in 'axes'", d);
+        seen[d] = 1;
+        if (shp[i] < 0)
+            return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "input 'shape' has a negative size %lld", (long long)shp[i]);
+        /* The window starts half the difference (rounded down) into the
+         * larger side; the odd element goes after. */
+        int64_t diff = shp[i] - in[0].dims[d], mag = diff < 0 ? -diff : diff, before = mag / 2;
+        pads[d] = diff < 0 ? -before : before;
+        pads[r + d] = diff < 0 ? -(mag - before) : mag - before;
+    }
+    return BRAID_OK;
+}
+
+braid_status bd_layout_pads(const bd_node *n, const bd_tensor *in, int n_in, int64_t *pads, bd_err *e)
+{
+    return n->op == BD_OP_CenterCropPad ? bd_center_crop_pads(n, in, n_in, pads, e)
+                                        : bd_pad_resolve(n, in, n_in, pads, e);
 }
 
 braid_status bd_split_resolve(const bd_node *n, const bd_tensor *in, int n_in, int *axis,
@@ -342,11 +427,37 @@ static braid_status infer_pad(const bd_node *n, const bd_tensor *in, bd_tensor *
     if (has_input(n, in, 2) && bd_numel(&in[2]) > 0 && in[2].dtype != in[0].dtype)
         return BD_FAIL(e, BRAID_ERR_DTYPE, "input 'constant_value' is %s, the data is %s",
                        bd_dtype_name(in[2].dtype), bd_dtype_name(in[0].dtype));
-    if (n->opset < 11 && in[0].dtype == BRAID_DTYPE_FLOAT16 &&
-        ((const bd_layout_params *)n->params)->pad_value != 0)
-        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "a nonzero 'value' for float16 data is not supported");
+    float v = ((const bd_layout_params *)n->params)->pad_value;
+    int dt = in[0].dtype;
+    if (n->opset < 11 && dt != BRAID_DTYPE_FLOAT && dt != BRAID_DTYPE_DOUBLE && dt != BRAID_DTYPE_FLOAT16 &&
+        !bd_dtype_is_narrow_float(dt) && !(v >= -9.2e18f && v <= 9.2e18f))
+        return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'value' %g has no %s value", v, bd_dtype_name(dt));
     out->rank = r;
     for (int d = 0; d < r; d++) out->dims[d] = in[0].dims[d] + pads[d] + pads[r + d];
+    return BRAID_OK;
+}
+
+static braid_status infer_space_depth(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
+{
+    const bd_layout_params *p = n->params;
+    int64_t b = p->blocksize;
+    char sa[160];
+    if (in[0].rank != 4)
+        return BD_FAIL(e, BRAID_ERR_SHAPE, "the input must have rank 4 (NCHW), not %d", in[0].rank);
+    const int64_t *x = in[0].dims;
+    if (n->op == BD_OP_DepthToSpace && x[1] % (b * b))
+        return BD_FAIL(e, BRAID_ERR_SHAPE, "%lld channels do not divide by blocksize^2 = %lld",
+                       (long long)x[1], (long long)(b * b));
+    if (n->op == BD_OP_SpaceToDepth && (x[2] % b || x[3] % b))
+        return BD_FAIL(e, BRAID_ERR_SHAPE, "the spatial dims of %s do not divide by blocksize %lld",
+                       bd_shape_str(&in[0], sa, sizeof sa), (long long)b);
+    out->rank = 4;
+    out->dims[0] = x[0];
+    if (n->op == BD_OP_DepthToSpace) {
+        out->dims[1] = x[1] / (b * b), out->dims[2] = x[2] * b, out->dims[3] = x[3] * b;
+    } else {
+        out->dims[1] = x[1] * b * b, out->dims[2] = x[2] / b, out->dims[3] = x[3] / b;
+    }
     return BRAID_OK;
 }
 
@@ -365,6 +476,17 @@ braid_status bd_layout_infer(const bd_node *n, const bd_tensor *in, bd_tensor *o
     case BD_OP_Expand:
     case BD_OP_Tile: return infer_expand_tile(n, in, out, e);
     case BD_OP_Pad: return infer_pad(n, in, out, e);
+    case BD_OP_DepthToSpace:
+    case BD_OP_SpaceToDepth: return infer_space_depth(n, in, out, e);
+    case BD_OP_CenterCropPad: {
+        int64_t pads[2 * BD_MAX_RANK];
+        int r = in[0].rank;
+        braid_status cst = bd_center_crop_pads(n, in, n->n_in, pads, e);
+        if (cst) return cst;
+        out->rank = r;
+        for (int d = 0; d < r; d++) out->dims[d] = in[0].dims[d] + pads[d] + pads[r + d];
+        return BRAID_OK;
+    }
     case BD_OP_Slice: {
         int64_t start[BD_MAX_RANK], step[BD_MAX_RANK];
         out->rank = in[0].rank;

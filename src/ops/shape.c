@@ -1,5 +1,6 @@
 /* shape.c: attribute parsing, shape inference and cost of the shape op family
- * (Reshape, Flatten, Squeeze, Unsqueeze, Shape, Identity, Dropout). */
+ * (Reshape, Flatten, Squeeze, Unsqueeze, Shape, Identity, Dropout, Size,
+ * BitCast). */
 #include "shape.h"
 
 #include <stdio.h>
@@ -29,6 +30,21 @@ braid_status bd_shape_parse(bd_node *n, bd_err *e)
     case BD_OP_Shape:
         BD_TRY(bd_attr_int(n, "start", 0, &p->start, e));
         BD_TRY(bd_attr_int(n, "end", INT64_MAX, &p->end, e));
+        break;
+    case BD_OP_BitCast:
+        if (!bd_node_attr(n, "to")) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'to' is required");
+            goto fail;
+        }
+        BD_TRY(bd_attr_int(n, "to", 0, &p->to, e));
+        if (p->to == BRAID_DTYPE_STRING || p->to == BRAID_DTYPE_COMPLEX64 || p->to == BRAID_DTYPE_COMPLEX128) {
+            st = BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "BitCast to %s is not supported", bd_dtype_name((int)p->to));
+            goto fail;
+        }
+        if (bd_dtype_bits((int)p->to) == 0) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'to' = %lld is not a dtype", (long long)p->to);
+            goto fail;
+        }
         break;
     case BD_OP_Squeeze:
     case BD_OP_Unsqueeze:
@@ -187,7 +203,7 @@ braid_status bd_shape_infer(const bd_node *n, const bd_tensor *in, bd_tensor *ou
     const bd_shape_params *p = n->params;
     braid_status st;
     if (in[0].rank < 0) return BD_FAIL(e, BRAID_ERR_SHAPE, "the input's rank is not known");
-    if (n->op != BD_OP_Shape && bd_dtype_size(in[0].dtype) == 0)
+    if (n->op != BD_OP_Shape && n->op != BD_OP_Size && bd_dtype_size(in[0].dtype) == 0)
         return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "dtype %s is not supported",
                        bd_dtype_name(in[0].dtype));
     out[0].dtype = in[0].dtype;
@@ -212,6 +228,20 @@ braid_status bd_shape_infer(const bd_node *n, const bd_tensor *in, bd_tensor *ou
         out->dtype = BRAID_DTYPE_INT64;
         out->rank = 1;
         out->dims[0] = len;
+        return BRAID_OK;
+    }
+    case BD_OP_Size:
+        out->dtype = BRAID_DTYPE_INT64;
+        out->rank = 0;
+        return BRAID_OK;
+    case BD_OP_BitCast: {
+        int from = bd_dtype_bits(in[0].dtype), to = bd_dtype_bits((int)p->to);
+        if (from != to)
+            return BD_FAIL(e, BRAID_ERR_DTYPE, "BitCast from %s (%d bits) to %s (%d bits): the widths must be equal",
+                           bd_dtype_name(in[0].dtype), from, bd_dtype_name((int)p->to), to);
+        out->dtype = (int)p->to;
+        out->rank = in[0].rank;
+        memcpy(out->dims, in[0].dims, sizeof out->dims);
         return BRAID_OK;
     }
     case BD_OP_Identity:

@@ -1,5 +1,5 @@
 /* test_layout.c: the layout family (Slice, Gather, Pad, Transpose, Concat,
- * Split, Expand, Tile): inferred shapes and kernel outputs against plain
+ * Split, Expand, Tile, DepthToSpace, SpaceToDepth, CenterCropPad): inferred shapes and kernel outputs against plain
  * reference loops, on several element sizes; exact, since values are moved. */
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
@@ -155,6 +155,39 @@ static void test_pad(void)
     done(&n, out);
 }
 
+/* Pads wider than the data: wrap and reflect repeat (numpy.pad, which onnx's
+ * reference calls): np.pad(x, ((3, 1), (4, 5)), 'wrap') and
+ * np.pad(x, ((0, 0), (5, 4)), 'reflect') of x = [[1, 2, 3], [4, 5, 6]]. */
+static void test_pad_wide(void)
+{
+    int32_t x[] = {1, 2, 3, 4, 5, 6};
+    int32_t wrap[] = {6, 4, 5, 6, 4, 5, 6, 4, 5, 6, 4, 5, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2,
+                      6, 4, 5, 6, 4, 5, 6, 4, 5, 6, 4, 5, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2,
+                      6, 4, 5, 6, 4, 5, 6, 4, 5, 6, 4, 5, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2};
+    int32_t refl[] = {2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3, 5, 4, 5, 6, 5, 4, 5, 6, 5, 4, 5, 6};
+    bd_err e = {0};
+    bd_tensor out[1] = {0};
+    int64_t pw[] = {3, 4, 1, 5}, pr[] = {0, 5, 0, 4};
+    bd_attr mw = {.name = "mode", .type = BD_ATTR_STRING, .s = "wrap"}, mr = {.name = "mode", .type = BD_ATTR_STRING, .s = "reflect"};
+    bd_tensor in[2] = {tensor(BRAID_DTYPE_INT32, 2, (int64_t[]){2, 3}, x), ints1(pw, 4)};
+    bd_node n = op_node(BD_OP_Pad, 19, 2, 1, &mw, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 6);
+    CHECK_EQ_INT(out[0].dims[1], 12);
+    CHECK(memcmp(out[0].data, wrap, sizeof wrap) == 0);
+    done(&n, out);
+    in[1] = ints1(pr, 4);
+    n = op_node(BD_OP_Pad, 19, 2, 1, &mr, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK(memcmp(out[0].data, refl, sizeof refl) == 0);
+    done(&n, out);
+    /* an empty axis cannot be wrapped */
+    in[0].dims[1] = 0;
+    n = op_node(BD_OP_Pad, 19, 2, 1, &mw, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_SHAPE);
+    done(&n, out);
+}
+
 /* Transpose (0, 2, 3, 1) of an N x C x H x W tensor against the definition
  * y[n][h][w][c] = x[n][c][h][w], for element sizes 4, 1 and 8 and a shape
  * big enough for the tiled path. */
@@ -291,13 +324,312 @@ static void test_expand_tile(void)
     done(&n, out);
 }
 
+
+/* DepthToSpace and SpaceToDepth against their definitions (onnx's reshape +
+ * transpose written as index formulas), DCR and CRD, blocksize 3, int16 and
+ * int8 elements; opset 13 SpaceToDepth ignores 'mode' (DCR). */
+static void test_space_depth(void)
+{
+    enum { N = 2, C = 18, H = 4, W = 5, B = 3 };
+    int16_t *x = malloc(sizeof(int16_t) * N * C * H * W);
+    for (int i = 0; i < N * C * H * W; i++) x[i] = (int16_t)(i * 5 - 1000);
+    bd_err e = {0};
+    bd_tensor out[1] = {0};
+    for (int crd = 0; crd < 2; crd++) {
+        bd_attr at[2] = {attr_i("blocksize", B), {.name = "mode", .type = BD_ATTR_STRING, .s = crd ? "CRD" : "DCR"}};
+        bd_tensor in[1] = {{.dtype = BRAID_DTYPE_INT16, .rank = 4, .dims = {N, C, H, W}, .data = x}};
+        bd_node n = op_node(BD_OP_DepthToSpace, 13, 1, 1, at, 2);
+        CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+        int co = C / (B * B), ok = out[0].dims[1] == co && out[0].dims[2] == H * B && out[0].dims[3] == W * B;
+        const int16_t *y = out[0].data;
+        for (int b = 0; ok && b < N; b++)
+            for (int c = 0; c < co; c++)
+                for (int h = 0; h < H; h++)
+                    for (int i = 0; i < B; i++)
+                        for (int w = 0; w < W; w++)
+                            for (int j = 0; j < B; j++) {
+                                int ch = crd ? c * B * B + i * B + j : (i * B + j) * co + c;
+                                ok &= y[((b * co + c) * H * B + h * B + i) * W * B + w * B + j] ==
+                                      x[((b * C + ch) * H + h) * W + w];
+                            }
+        CHECK(ok);
+        /* SpaceToDepth (opset 28, same mode) takes it back */
+        bd_tensor back[1] = {out[0]};
+        bd_tensor out2[1] = {0};
+        bd_node n2 = op_node(BD_OP_SpaceToDepth, 28, 1, 1, at, 2);
+        CHECK_EQ_INT(run(&n2, back, out2, &e), BRAID_OK);
+        CHECK(memcmp(out2[0].data, x, sizeof(int16_t) * N * C * H * W) == 0);
+        done(&n2, out2);
+        done(&n, out);
+    }
+    free(x);
+
+    /* SpaceToDepth DCR by its definition: y[n][(i*b+j)*C + c][h][w] = x[n][c][h*b+i][w*b+j] */
+    uint8_t x8[1 * 2 * 4 * 6];
+    for (int i = 0; i < 48; i++) x8[i] = (uint8_t)i;
+    bd_attr at[2] = {attr_i("blocksize", 2), {.name = "mode", .type = BD_ATTR_STRING, .s = "CRD"}};
+    bd_tensor in[1] = {{.dtype = BRAID_DTYPE_FLOAT8E4M3FN, .rank = 4, .dims = {1, 2, 4, 6}, .data = x8}};
+    bd_node n = op_node(BD_OP_SpaceToDepth, 13, 1, 1, at, 2); /* mode is not read before opset 28 */
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[1], 8);
+    int ok = 1;
+    for (int c = 0; c < 2; c++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++)
+                for (int h = 0; h < 2; h++)
+                    for (int w = 0; w < 3; w++)
+                        ok &= ((uint8_t *)out[0].data)[(((i * 2 + j) * 2 + c) * 2 + h) * 3 + w] ==
+                              x8[(c * 4 + h * 2 + i) * 6 + w * 2 + j];
+    CHECK(ok);
+    done(&n, out);
+
+    /* errors: channels not divisible, odd spatial dims, rank, blocksize 0, bad mode */
+    bd_attr b3 = attr_i("blocksize", 3);
+    n = op_node(BD_OP_DepthToSpace, 13, 1, 1, &b3, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_SHAPE);
+    CHECK_CONTAINS(e.msg, "blocksize^2");
+    done(&n, out);
+    n = op_node(BD_OP_SpaceToDepth, 13, 1, 1, &b3, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_SHAPE);
+    done(&n, out);
+    in[0].rank = 3;
+    n = op_node(BD_OP_SpaceToDepth, 13, 1, 1, at, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_SHAPE);
+    done(&n, out);
+    bd_attr b0 = attr_i("blocksize", 0);
+    n = op_node(BD_OP_DepthToSpace, 13, 1, 1, &b0, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_INVALID_MODEL);
+    done(&n, out);
+    bd_attr bm[2] = {attr_i("blocksize", 2), {.name = "mode", .type = BD_ATTR_STRING, .s = "XYZ"}};
+    n = op_node(BD_OP_DepthToSpace, 13, 1, 1, bm, 2);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_INVALID_MODEL);
+    done(&n, out);
+    n = op_node(BD_OP_DepthToSpace, 13, 1, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "blocksize");
+    done(&n, out);
+}
+
+/* CenterCropPad: x = 0..19 as 4x5 (bfloat16 bits), target (7, 2): rows padded
+ * 1 before and 2 after (odd padding goes after), columns cropped from 1 to 3
+ * (start rounded down); then axes (-1) only with target 8 (pad 1, 2). */
+static void test_center_crop_pad(void)
+{
+    uint16_t x[20];
+    for (int i = 0; i < 20; i++) x[i] = (uint16_t)(i + 1);
+    bd_err e = {0};
+    bd_tensor out[1] = {0};
+    int64_t shp[] = {7, 2};
+    bd_tensor in[2] = {{.dtype = BRAID_DTYPE_BFLOAT16, .rank = 2, .dims = {4, 5}, .data = x}, ints1(shp, 2)};
+    bd_node n = op_node(BD_OP_CenterCropPad, 18, 2, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 7);
+    CHECK_EQ_INT(out[0].dims[1], 2);
+    int ok = 1;
+    for (int r = 0; r < 7; r++)
+        for (int c = 0; c < 2; c++)
+            ok &= ((uint16_t *)out[0].data)[r * 2 + c] == (r >= 1 && r < 5 ? x[(r - 1) * 5 + c + 1] : 0);
+    CHECK(ok);
+    done(&n, out);
+
+    int64_t ax[] = {-1}, s8[] = {8};
+    bd_attr axes = attr_is("axes", ax, 1);
+    in[1] = ints1(s8, 1);
+    n = op_node(BD_OP_CenterCropPad, 18, 2, 1, &axes, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 4);
+    CHECK_EQ_INT(out[0].dims[1], 8);
+    ok = 1;
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 8; c++)
+            ok &= ((uint16_t *)out[0].data)[r * 8 + c] == (c >= 1 && c < 6 ? x[r * 5 + c - 1] : 0);
+    CHECK(ok);
+    done(&n, out);
+
+    /* a crop to 0, a shape of the wrong length, a repeated axis */
+    int64_t z[] = {0, 5};
+    in[1] = ints1(z, 2);
+    n = op_node(BD_OP_CenterCropPad, 18, 2, 1, NULL, 0);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 0);
+    done(&n, out);
+    n = op_node(BD_OP_CenterCropPad, 18, 2, 1, &axes, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "2 values for 1 axes");
+    done(&n, out);
+    int64_t twice[] = {1, -1};
+    bd_attr axes2 = attr_is("axes", twice, 2);
+    n = op_node(BD_OP_CenterCropPad, 18, 2, 1, &axes2, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "twice");
+    done(&n, out);
+}
+
+
+/* The attribute forms of old opsets: Slice-1 (starts/ends/axes attributes),
+ * Split-2/11 ('split' attribute) and Split-1 ('split' input), Pad-1/2
+ * ('paddings'/'pads' and 'value', float16 included). */
+static void test_attribute_forms(void)
+{
+    float x[60];
+    for (int i = 0; i < 60; i++) x[i] = (float)i;
+    bd_err e = {0};
+    bd_tensor out[2] = {0};
+    /* Slice-1 on 3x4x5: axes (0, 2), starts (1, -3), ends (1000, -1) -> rows 1-2, columns 2-3 */
+    int64_t st[] = {1, -3}, en[] = {1000, -1}, ax[] = {0, 2};
+    bd_attr at[3] = {attr_is("starts", st, 2), attr_is("ends", en, 2), attr_is("axes", ax, 2)};
+    bd_tensor in[2] = {tensor(BRAID_DTYPE_FLOAT, 3, (int64_t[]){3, 4, 5}, x)};
+    bd_node n = op_node(BD_OP_Slice, 1, 1, 1, at, 3);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 2);
+    CHECK_EQ_INT(out[0].dims[1], 4);
+    CHECK_EQ_INT(out[0].dims[2], 2);
+    int ok = 1;
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 2; c++) ok &= ((float *)out[0].data)[(a * 4 + b) * 2 + c] == x[(a + 1) * 20 + b * 5 + c + 2];
+    CHECK(ok);
+    done(&n, out);
+    /* without axes, dims 0 and 1: dim 1 (of 4) from -3 (1) to -1 (3); without ends: refused */
+    n = op_node(BD_OP_Slice, 1, 1, 1, at, 2);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[0], 2);
+    CHECK_EQ_INT(out[0].dims[1], 2);
+    CHECK_EQ_INT(out[0].dims[2], 5);
+    CHECK(((float *)out[0].data)[0] == x[20 + 5]);
+    done(&n, out);
+    n = op_node(BD_OP_Slice, 1, 1, 1, at, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_INVALID_MODEL);
+    done(&n, out);
+
+    /* Split-2 and Split-11 with the 'split' attribute (2, 3) along axis -1 of 3x4x5 */
+    int64_t sp[] = {2, 3};
+    bd_attr sa[2] = {attr_is("split", sp, 2), attr_i("axis", -1)};
+    for (int op = 0; op < 2; op++) {
+        n = op_node(BD_OP_Split, op ? 11 : 2, 1, 2, sa, 2);
+        CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+        CHECK_EQ_INT(out[0].dims[2], 2);
+        CHECK_EQ_INT(out[1].dims[2], 3);
+        CHECK(((float *)out[1].data)[0] == 2 && ((float *)out[1].data)[3] == 7);
+        done(&n, out);
+    }
+    /* Split-1 takes 'split' as an input */
+    in[1] = ints1(sp, 2);
+    bd_attr a1 = attr_i("axis", 2);
+    n = op_node(BD_OP_Split, 1, 2, 2, &a1, 1);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[2], 2);
+    done(&n, out);
+    /* a 'split' attribute that does not add up */
+    int64_t bad[] = {2, 2};
+    bd_attr sb[2] = {attr_is("split", bad, 2), attr_i("axis", -1)};
+    n = op_node(BD_OP_Split, 11, 1, 2, sb, 2);
+    CHECK_EQ_INT(run(&n, in, out, &e), BRAID_ERR_SHAPE);
+    done(&n, out);
+
+    /* Pad-2 on float16 with value 2.5 (0x4100) and Pad-1's 'paddings' on float with -1.5 */
+    uint16_t h[] = {0x3c00, 0x4000};
+    int64_t pads[] = {1, 0};
+    bd_attr pa[3] = {attr_is("pads", pads, 2), attr_f("value", 2.5f), {.name = "mode", .type = BD_ATTR_STRING, .s = "constant"}};
+    bd_tensor hin[1] = {tensor(BRAID_DTYPE_FLOAT16, 1, (int64_t[]){2}, h)};
+    n = op_node(BD_OP_Pad, 2, 1, 1, pa, 3);
+    CHECK_EQ_INT(run(&n, hin, out, &e), BRAID_OK);
+    uint16_t want_h[] = {0x4100, 0x3c00, 0x4000};
+    CHECK(memcmp(out[0].data, want_h, sizeof want_h) == 0);
+    done(&n, out);
+    int64_t pads1[] = {0, 2};
+    bd_attr p1[2] = {attr_is("paddings", pads1, 2), attr_f("value", -1.5f)};
+    bd_tensor fin[1] = {tensor(BRAID_DTYPE_FLOAT, 1, (int64_t[]){2}, x)};
+    n = op_node(BD_OP_Pad, 1, 1, 1, p1, 2);
+    CHECK_EQ_INT(run(&n, fin, out, &e), BRAID_OK);
+    float want_f[] = {0, 1, -1.5f, -1.5f};
+    CHECK(memcmp(out[0].data, want_f, sizeof want_f) == 0);
+    done(&n, out);
+    n = op_node(BD_OP_Pad, 2, 1, 1, p1 + 1, 1); /* no 'pads' */
+    CHECK_EQ_INT(run(&n, fin, out, &e), BRAID_ERR_INVALID_MODEL);
+    done(&n, out);
+}
+
+
+/* The kernels split large tensors over threads: 1 and 4 threads give the
+ * same bytes (Transpose both ways, Concat with few and many rows, Slice,
+ * Pad, Gather, DepthToSpace on a 2x64x64x48 float tensor), and the NHWC
+ * transpose matches its definition. */
+static int same_at_1_and_4(bd_node *n, bd_tensor *in)
+{
+    bd_err e = {0};
+    bd_tensor o1[2] = {0}, o4[2] = {0};
+    g_threads = 4;
+    braid_status s4 = run(n, in, o4, &e);
+    bd_free(n->params);
+    n->params = NULL;
+    g_threads = 1;
+    braid_status s1 = run(n, in, o1, &e);
+    size_t nb = 0;
+    int ok = s1 == BRAID_OK && s4 == BRAID_OK && bd_tensor_nbytes(&o1[0], &nb, &e) == BRAID_OK &&
+             memcmp(o1[0].data, o4[0].data, nb) == 0;
+    done(n, o1);
+    free(o4[0].data);
+    free(o4[1].data);
+    return ok;
+}
+
+static void test_threads(void)
+{
+    enum { N = 2, C = 64, H = 64, W = 48 };
+    float *x = malloc(sizeof(float) * N * C * H * W);
+    for (int i = 0; i < N * C * H * W; i++) x[i] = (float)i;
+    bd_tensor in[5] = {tensor(BRAID_DTYPE_FLOAT, 4, (int64_t[]){N, C, H, W}, x)};
+    int64_t p1[] = {0, 2, 3, 1}, p2[] = {0, 3, 1, 2}, p3[] = {3, 2, 1, 0};
+    bd_attr a1 = attr_is("perm", p1, 4), a2 = attr_is("perm", p2, 4), a3 = attr_is("perm", p3, 4);
+    bd_node n = op_node(BD_OP_Transpose, 13, 1, 1, &a1, 1);
+    CHECK(same_at_1_and_4(&n, in));
+    n = op_node(BD_OP_Transpose, 13, 1, 1, &a2, 1);
+    CHECK(same_at_1_and_4(&n, in));
+    n = op_node(BD_OP_Transpose, 13, 1, 1, &a3, 1);
+    CHECK(same_at_1_and_4(&n, in));
+    bd_tensor cin[2] = {in[0], in[0]};
+    for (int axis = 0; axis < 4; axis++) {
+        bd_attr ax = attr_i("axis", axis);
+        n = op_node(BD_OP_Concat, 13, 2, 1, &ax, 1);
+        CHECK(same_at_1_and_4(&n, cin));
+        n = op_node(BD_OP_Split, 13, 1, 2, &ax, 1);
+        CHECK(same_at_1_and_4(&n, in));
+    }
+    int64_t st[] = {-1, 1}, en[] = {INT64_MIN, 60}, ax[] = {3, 1}, sp[] = {-3, 2};
+    bd_tensor sin[5] = {in[0], ints1(st, 2), ints1(en, 2), ints1(ax, 2), ints1(sp, 2)};
+    n = op_node(BD_OP_Slice, 13, 5, 1, NULL, 0);
+    CHECK(same_at_1_and_4(&n, sin));
+    int64_t pads[] = {0, 1, 3, 2, 1, 0, 2, 3};
+    bd_attr md = {.name = "mode", .type = BD_ATTR_STRING, .s = "reflect"};
+    bd_tensor pin[2] = {in[0], ints1(pads, 8)};
+    n = op_node(BD_OP_Pad, 13, 2, 1, &md, 1);
+    CHECK(same_at_1_and_4(&n, pin));
+    int64_t gi[] = {5, -1, 0, 33, 33, -64};
+    bd_tensor gin[2] = {in[0], ints1(gi, 6)};
+    bd_attr g1 = attr_i("axis", 1);
+    n = op_node(BD_OP_Gather, 13, 2, 1, &g1, 1);
+    CHECK(same_at_1_and_4(&n, gin));
+    bd_attr bs = attr_i("blocksize", 4);
+    n = op_node(BD_OP_DepthToSpace, 13, 1, 1, &bs, 1);
+    CHECK(same_at_1_and_4(&n, in));
+    n = op_node(BD_OP_SpaceToDepth, 13, 1, 1, &bs, 1);
+    CHECK(same_at_1_and_4(&n, in));
+    free(x);
+}
+
 int main(void)
 {
     test_slice();
     test_gather();
     test_pad();
+    test_pad_wide();
     test_transpose();
     test_concat_split();
     test_expand_tile();
+    test_space_depth();
+    test_center_crop_pad();
+    test_attribute_forms();
+    test_threads();
     return check_done();
 }

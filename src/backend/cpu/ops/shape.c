@@ -1,5 +1,7 @@
-/* shape.c: CPU kernels of the shape op family. All but Shape copy the input's
- * bytes unchanged (the shape lives in the tensor descriptor); Shape writes dims. */
+/* shape.c: CPU kernels of the shape op family. All but Shape, Size and
+ * BitCast copy the input's bytes unchanged (the shape lives in the tensor
+ * descriptor); Shape writes dims, Size the element count, BitCast the bytes
+ * (the sub-byte types, one per byte, re-extended to the target's sign). */
 #include "backend/cpu/cpu_ops.h"
 #include "ops/shape.h"
 
@@ -43,6 +45,18 @@ braid_status bd_cpu_shape(const bd_kernel *k)
             return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "Shape output has %lld values, expected %lld",
                            (long long)k->out[0].dims[0], (long long)len);
         for (int64_t i = 0; i < len; i++) ((int64_t *)k->out[0].data)[i] = k->in[0].dims[start + i];
+        return BRAID_OK;
+    }
+    case BD_OP_Size:
+        *(int64_t *)k->out[0].data = bd_numel(&k->in[0]);
+        return BRAID_OK;
+    case BD_OP_BitCast: {
+        int bits = bd_dtype_bits(k->in[0].dtype);
+        if (bits >= 8) return copy_data(k, &k->in[0], &k->out[0]);
+        int64_t cnt = bd_numel(&k->in[0]);
+        const uint8_t *x = k->in[0].data;
+        uint8_t *y = k->out[0].data;
+        for (int64_t i = 0; i < cnt; i++) y[i] = bd_bitcast_subbyte(x[i], bits, k->out[0].dtype);
         return BRAID_OK;
     }
     case BD_OP_Dropout:
