@@ -133,9 +133,8 @@ static __global__ void k_dql_params(const float *__restrict__ part, int blocks, 
         mn = part[2 * b] < mn ? part[2 * b] : mn;
         mx = part[2 * b + 1] > mx ? part[2 * b + 1] : mx;
     }
-    float s = mx == mn ? 1.0f : __fdiv_rn(__fsub_rn(mx, mn), 255.0f);
-    float zp = __fsub_rn(0.0f, __fdiv_rn(mn, s));
-    zp = bd_q_rint(zp < 0.0f ? 0.0f : zp > 255.0f ? 255.0f : zp);
+    float s, zp;
+    bd_q_dynamic_params(mn, mx, &s, &zp);
     params[0] = s, params[1] = zp;
     if (scale) *scale = s;
     if (zp_out) *zp_out = (uint8_t)zp;

@@ -57,6 +57,16 @@ braid_status bd_qview_make(const bd_tensor *x, const bd_tensor *scale, const bd_
 
 /* ---- element formulas ------------------------------------------------------------ */
 
+/* Float products and sums rounded one by one (no FMA contraction on any
+ * backend), so that both backends compute the same bits. */
+#ifdef __CUDA_ARCH__
+#define BD_QMUL(a, b) __fmul_rn((a), (b))
+#define BD_QADD(a, b) __fadd_rn((a), (b))
+#else
+#define BD_QMUL(a, b) ((a) * (b))
+#define BD_QADD(a, b) ((a) + (b))
+#endif
+
 /* Round half to even, exact for every float (what rintf does in the default
  * rounding mode, spelled out so that every compiler setting agrees and the
  * CPU loops vectorize). Large values, infinities and NaN pass through. */
@@ -161,6 +171,20 @@ static inline BD_HOST_DEVICE float bd_q_value_at(int dtype, const void *p, int64
 static inline BD_HOST_DEVICE float bd_q_requant(int32_t acc, float m, float zp, float lo, float hi)
 {
     return bd_q_to_int((float)acc * m, zp, lo, hi);
+}
+
+/* DynamicQuantizeLinear's parameters from x's min and max, as onnxruntime:
+ * the range [min(mn, 0), max(mx, 0)] over 255 steps (a scale of 1 when the
+ * range is empty), the zero point 0 - min / scale clamped to [0, 255] and
+ * rounded half to even. */
+static inline BD_HOST_DEVICE void bd_q_dynamic_params(float mn, float mx, float *scale, float *zp)
+{
+    mn = mn < 0.0f ? mn : 0.0f;
+    mx = mx > 0.0f ? mx : 0.0f;
+    float s = mx == mn ? 1.0f : (mx - mn) / 255.0f;
+    float z = 0.0f - mn / s;
+    *scale = s;
+    *zp = bd_q_rint(z < 0.0f ? 0.0f : z > 255.0f ? 255.0f : z);
 }
 
 /* ---- shared checks ------------------------------------------------------------------ */

@@ -224,9 +224,7 @@ static void dql_quantize(void *vj, int64_t b, int64_t e)
     for (int64_t i = b; i < e; i++) j->y[i] = (uint8_t)(int32_t)bd_q_to_int(j->x[i] / s, z, 0.0f, 255.0f);
 }
 
-/* As onnxruntime: the range [min(x, 0), max(x, 0)] over 255 steps (a scale
- * of 1 when it is empty), the zero point 0 - min / scale clamped to [0, 255]
- * and rounded half to even. */
+/* The range of x, then bd_q_dynamic_params, then the quantize pass. */
 static braid_status dynamic_quantize(const bd_kernel *k)
 {
     dql_job j = {.x = k->in[0].data, .y = k->out[0].data, .n = bd_numel(&k->in[0])};
@@ -237,10 +235,7 @@ static braid_status dynamic_quantize(const bd_kernel *k)
         mn = j.mn[s] < mn ? j.mn[s] : mn;
         mx = j.mx[s] > mx ? j.mx[s] : mx;
     }
-    j.scale = mx == mn ? 1.0f : (mx - mn) / 255.0f;
-    float zp = 0.0f - mn / j.scale;
-    zp = zp < 0.0f ? 0.0f : zp > 255.0f ? 255.0f : zp;
-    j.zp = bd_q_rint(zp);
+    bd_q_dynamic_params(mn, mx, &j.scale, &j.zp);
     bd_parallel_for(k->threads, j.n, MIN_CHUNK, dql_quantize, &j);
     if (k->n_out > 1 && k->out[1].data) *(float *)k->out[1].data = j.scale;
     if (k->n_out > 2 && k->out[2].data) *(uint8_t *)k->out[2].data = (uint8_t)j.zp;
