@@ -47,10 +47,11 @@ static inline BD_HOST_DEVICE float bd_ql_add(float a, float b, float ra, float r
     return bd_q_to_int(BD_QADD(BD_QMUL(ra, a), BD_QMUL(rb, b)), zp, lo, hi);
 }
 
-/* QLinearMul: the exact integer product times a_scale * b_scale / c_scale. */
+/* QLinearMul, as onnxruntime: the exact integer product times a_scale *
+ * b_scale / c_scale, plus the zero point, then rounded and saturated. */
 static inline BD_HOST_DEVICE float bd_ql_mul(float a, float b, float m, float zp, float lo, float hi)
 {
-    return bd_q_to_int(BD_QMUL(BD_QMUL(a, b), m), zp, lo, hi);
+    return bd_q_to_int(BD_QADD(BD_QMUL(BD_QMUL(a, b), m), zp), 0.0f, lo, hi);
 }
 
 /* A value a (code minus zero point) of scale s requantized to scale ys, zero point zp. */
