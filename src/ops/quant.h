@@ -72,15 +72,13 @@ braid_status bd_qview_make(const bd_tensor *x, const bd_tensor *scale, const bd_
  * CPU loops vectorize). Large values, infinities and NaN pass through. */
 static inline BD_HOST_DEVICE float bd_q_rint(float v)
 {
-    float a = fabsf(v);
-    if (!(a < 0x1p23f)) return v;
-    return copysignf((a + 0x1p23f) - 0x1p23f, v);
+    float a = fabsf(v), r = copysignf((a + 0x1p23f) - 0x1p23f, v);
+    return a < 0x1p23f ? r : v; /* a select, so that loops over it vectorize */
 }
 static inline BD_HOST_DEVICE double bd_q_rint_d(double v)
 {
-    double a = fabs(v);
-    if (!(a < 0x1p52)) return v;
-    return copysign((a + 0x1p52) - 0x1p52, v);
+    double a = fabs(v), r = copysign((a + 0x1p52) - 0x1p52, v);
+    return a < 0x1p52 ? r : v;
 }
 
 /* The integer range of a quantized integer dtype; 0 when dtype is not one. */

@@ -356,13 +356,12 @@ class Reader:
         return next(self.data, None)
 
 
-def quantized(kind, builder, shape, **kw):
-    """Builds the float model and quantizes it: kind 'dynamic', 'qdq' or 'qop'."""
+def quantized(kind, builder, shape, model=None, **opts):
+    """Builds the float model (builder's keywords: model) and quantizes it: kind 'dynamic', 'qdq' or 'qop'."""
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
     src = os.path.join(TMP, f"{builder.__name__}_{kind}_float.onnx")
     dst = os.path.join(TMP, f"{builder.__name__}_{kind}.onnx")
-    builder(src, **{k: v for k, v in kw.items() if k in ("maxpool",)})
-    opts = {k: v for k, v in kw.items() if k not in ("maxpool",)}
+    builder(src, **(model or {}))
     if kind == "dynamic":
         quantize_dynamic(src, dst, weight_type=opts.pop("weight_type", QuantType.QUInt8), **opts)
     else:
@@ -431,39 +430,38 @@ class QuantizedModels(unittest.TestCase):
         # QLinearConv, QGemm, QLinearAdd/Mul/Sigmoid/(Global)AveragePool, QLinearMatMul; int8 activations
         # and weights (no uint8 x int8 saturation in onnxruntime): within one output step. (MaxPool on 8-bit
         # data is the pool family's, so the CNN downsamples with a strided Conv here.)
-        self.check(quantized("qop", cnn_model, [1, 3, 16, 16], maxpool=False), [1, 3, 16, 16], atol_steps=1.0, rtol=0)
+        self.check(quantized("qop", cnn_model, [1, 3, 16, 16], model={"maxpool": False}), [1, 3, 16, 16], atol_steps=1.0, rtol=0)
         self.check(quantized("qop", mlp_model, [1, 8, 64]), [1, 8, 64], atol_steps=1.0, rtol=0)
 
 
 def bench():
-    """Median latency of braid and onnxruntime on quantized models (serial and default threads)."""
+    """Median latency of braid (braid bench, serial plan) and onnxruntime (all optimizations) on quantized
+    models built here: a CNN (width 32, batch 4, 64x64) and a feed-forward block (seq 128, 256 -> 1024)."""
     from onnxruntime.quantization import QuantType
-    models = [("cnn dynamic u8", quantized("dynamic", cnn_model, [4, 3, 64, 64], weight_type=QuantType.QUInt8), [4, 3, 64, 64]),
-              ("cnn qop s8", quantized("qop", cnn_model, [4, 3, 64, 64], maxpool=False), [4, 3, 64, 64]),
-              ("cnn qdq", quantized("qdq", cnn_model, [4, 3, 64, 64]), [4, 3, 64, 64]),
-              ("mlp dynamic u8", quantized("dynamic", mlp_model, [1, 8, 64], weight_type=QuantType.QUInt8), [1, 8, 64]),
-              ("mlp qop s8", quantized("qop", mlp_model, [1, 8, 64]), [1, 8, 64])]
+    cnn = {"batch": 4, "size": 64, "width": 32}
+    mlp = {"seq": 128, "dim": 256, "hidden": 1024}
+    cs, ms = [4, 3, 64, 64], [1, 128, 256]
+    models = [("cnn dynamic u8", quantized("dynamic", cnn_model, cs, model=cnn, weight_type=QuantType.QUInt8), cs),
+              ("cnn qop s8", quantized("qop", cnn_model, cs, model=dict(cnn, maxpool=False)), cs),
+              ("cnn qdq s8", quantized("qdq", cnn_model, cs, model=cnn), cs),
+              ("mlp dynamic u8", quantized("dynamic", mlp_model, ms, model=mlp, weight_type=QuantType.QUInt8), ms),
+              ("mlp qop s8", quantized("qop", mlp_model, ms, model=mlp), ms),
+              ("mlp qdq s8", quantized("qdq", mlp_model, ms, model=mlp), ms)]
+    exe = os.path.join(os.path.dirname(LIB), "braid")
     for name, path, shape in models:
-        m = onnx.load(path)
-        if "cnn" in name:  # a wider CNN than the tests' (width 32) at 64x64
-            pass
         x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-        for threads in (1, 0):
+        for threads in (1, 2):
             so = ort.SessionOptions()
-            so.intra_op_num_threads = threads or 0
+            so.intra_op_num_threads = threads
             s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
             t = []
-            for i in range(30):
+            for _ in range(40):
                 t0 = time.perf_counter()
                 s.run(None, {"x": x})
                 t.append(time.perf_counter() - t0)
-            ort_ms = np.median(t[5:]) * 1e3
-            p = os.path.join(TMP, "bench.onnx")
-            onnx.save(m, p)
-            os.system(f"{os.path.join(os.path.dirname(LIB), 'braid')} bench {p} --iterations 25 --warmup 5 "
-                      f"--threads {threads or 0} --streams 1 > {TMP}/b.txt 2>&1")
-            out = open(f"{TMP}/b.txt").read().strip().splitlines()
-            print(f"{name:16s} threads {threads or 'all'}: onnxruntime {ort_ms:.3f} ms | braid: {out[-1] if out else '?'}")
+            ort_ms = np.median(t[10:]) * 1e3
+            out = os.popen(f"{exe} bench {path} --iterations 30 --warmup 5 --threads {threads} --streams 1 2>&1").read()
+            print(f"{name:15s} threads {threads}: onnxruntime {ort_ms:8.3f} ms | braid {out.strip().splitlines()[-1:]}")
 
 
 if __name__ == "__main__":

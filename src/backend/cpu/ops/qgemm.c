@@ -64,6 +64,42 @@ static braid_status check_dims(int64_t a, int64_t b, int64_t c, bd_err *e)
     return BRAID_OK;
 }
 
+/* Few rows (a GEMV, a token at a time): B is read as bytes instead of being
+ * widened to floats, a row of int16 a' = a - zero point at a time:
+ * c[i][j] = sum_k a'[i][k] b[k][j] - bzp[j] sum_k a'[i][k], exact in int32
+ * (wrapping). Columns split over threads. */
+#define SMALL_ROWS 8
+typedef struct small_job {
+    const float *af; /* rows x k, a' as float */
+    const void *b;   /* k x n, uint8 or int8 */
+    const float *zc; /* per column zero points */
+    int32_t *c;
+    int64_t rows, n, k;
+    int bdt;
+} small_job;
+
+#define SMALL_COLS(T)                                                                              \
+    for (int64_t l = 0; l < k; l++) {                                                              \
+        const int16_t av = (int16_t)ai[l];                                                         \
+        const T *bl = (const T *)j->b + l * n;                                                     \
+        for (int64_t q = j0; q < j1; q++) ci[q] += (int32_t)av * (int32_t)(int16_t)bl[q];          \
+    }
+static void small_cols(void *ctx, int64_t j0, int64_t j1)
+{
+    const small_job *j = ctx;
+    const int64_t n = j->n, k = j->k; /* locals: the stores may alias *j */
+    const float *zc = j->zc;
+    for (int64_t i = 0; i < j->rows; i++) {
+        int32_t *ci = j->c + i * n;
+        const float *ai = j->af + i * k;
+        int32_t rs = 0; /* |a'| <= 255 and k < 2^23: no overflow */
+        for (int64_t l = 0; l < k; l++) rs += (int32_t)ai[l];
+        for (int64_t q = j0; q < j1; q++) ci[q] = (int32_t)(0u - (uint32_t)rs * (uint32_t)(int32_t)zc[q]);
+        if (j->bdt == BRAID_DTYPE_UINT8) { SMALL_COLS(uint8_t) }
+        else { SMALL_COLS(int8_t) }
+    }
+}
+
 /* ---- operands as float ------------------------------------------------------------------------- */
 
 /* dst (rows x cols) = src - zr[row] - zc[col] (zr, zc may be NULL) for uint8 or int8 src. */
@@ -116,30 +152,46 @@ typedef struct qepi {
     int64_t bi, bj;
 } qepi;
 
-static void epilogue(const qepi *e, const int32_t *acc, int64_t rows, int64_t cols, void *y, int64_t yoff)
+/* One row of the requantization / scaling, its multiplier per column (MJ 1) or one (MJ 0). */
+#define EPI_REQ(T, MJ)                                                                             \
+    for (int64_t j = 0; j < cols; j++) (yq)[j] = (T)(int32_t)bd_q_requant(ai[j], m[(MJ) * j], zp, lo, hi)
+#define EPI_FLT(MJ, FJ)                                                                            \
+    for (int64_t j = 0; j < cols; j++) yf[j] = bd_qepi_float(ai[j], m[(MJ) * j], fb ? fb[(FJ) * j] : 0.0f)
+
+/* acc (rows x cols; its bias is added in place) through e into y at element
+ * offset yoff: flat loops per case, so that they vectorize. */
+static void epilogue(const qepi *e, int32_t *acc, int64_t rows, int64_t cols, void *y, int64_t yoff)
 {
+    const float zp = e->zp, lo = e->lo, hi = e->hi;
     for (int64_t i = 0; i < rows; i++) {
-        const int32_t *ai = acc + i * cols;
+        int32_t *ai = acc + i * cols;
+        if (e->ibias) {
+            const int32_t *ib = e->ibias + i * e->bi;
+            if (e->bj) for (int64_t j = 0; j < cols; j++) ai[j] = (int32_t)((uint32_t)ai[j] + (uint32_t)ib[j]);
+            else for (int64_t j = 0; j < cols; j++) ai[j] = (int32_t)((uint32_t)ai[j] + (uint32_t)ib[0]);
+        }
         int64_t o = yoff + i * cols;
-        const float *m = e->mult ? e->mult + i * e->mi : NULL;
-        const int32_t *ib = e->ibias ? e->ibias + i * e->bi : NULL;
-        const float *fb = e->fbias ? e->fbias + i * e->fi : NULL;
-        for (int64_t j = 0; j < cols; j++) {
-            int32_t v = ib ? (int32_t)((uint32_t)ai[j] + (uint32_t)ib[j * e->bj]) : ai[j];
-            switch (e->kind) {
-            case BD_QEPI_INT32: ((int32_t *)y)[o + j] = v; break;
-            case BD_QEPI_REQUANT: {
-                float q = bd_q_requant(v, m[j * e->mj], e->zp, e->lo, e->hi);
-                if (e->ydt == BRAID_DTYPE_UINT8) ((uint8_t *)y)[o + j] = (uint8_t)(int32_t)q;
-                else ((int8_t *)y)[o + j] = (int8_t)(int32_t)q;
-                break;
-            }
-            default: {
-                float f = bd_qepi_float(v, m[j * e->mj], fb ? fb[j * e->fj] : 0.0f);
-                if (e->ydt == BRAID_DTYPE_FLOAT16) ((uint16_t *)y)[o + j] = bd_float_to_half(f);
-                else ((float *)y)[o + j] = f;
-            }
-            }
+        const float *m = e->mult ? e->mult + i * e->mi : NULL, *fb = e->fbias ? e->fbias + i * e->fi : NULL;
+        if (e->kind == BD_QEPI_INT32) {
+            memcpy((int32_t *)y + o, ai, (size_t)cols * sizeof *ai);
+        } else if (e->kind == BD_QEPI_REQUANT && e->ydt == BRAID_DTYPE_UINT8) {
+            uint8_t *yq = (uint8_t *)y + o;
+            if (e->mj) EPI_REQ(uint8_t, 1);
+            else EPI_REQ(uint8_t, 0);
+        } else if (e->kind == BD_QEPI_REQUANT) {
+            int8_t *yq = (int8_t *)y + o;
+            if (e->mj) EPI_REQ(int8_t, 1);
+            else EPI_REQ(int8_t, 0);
+        } else if (e->ydt == BRAID_DTYPE_FLOAT) {
+            float *yf = (float *)y + o;
+            if (e->mj && e->fj) EPI_FLT(1, 1);
+            else if (e->mj) EPI_FLT(1, 0);
+            else if (e->fj) EPI_FLT(0, 1);
+            else EPI_FLT(0, 0);
+        } else { /* float16 */
+            uint16_t *yh = (uint16_t *)y + o;
+            for (int64_t j = 0; j < cols; j++)
+                yh[j] = bd_float_to_half(bd_qepi_float(ai[j], m[e->mj * j], fb ? fb[e->fj * j] : 0.0f));
         }
     }
 }
@@ -236,11 +288,14 @@ static braid_status matmul(const bd_kernel *k, const bd_qgemm_io *io)
         to_float(a->dtype, a->data, arows, kk, zr, NULL, af);
         amax = dev_bound(a->dtype, zr, azp->dtype != BRAID_DTYPE_UNDEFINED ? arows : 0);
     }
-    /* B as floats, per-column zero points subtracted (B^T: per row) */
+    /* B as floats, per-column zero points subtracted (B^T: per row); for few rows, as it is */
+    int shared_b = nbb == 1 && na == nb; /* one product with M * batch rows */
+    int64_t rows = shared_b ? mm * nb : mm;
+    int small = !ta && !tb && rows <= SMALL_ROWS && kk < (1 << 23);
     qvec_fill(bzp, &vb, bcols, zc, 0);
     qvec_fill(bs, &vs, bcols, sc, 1);
     if (tb) to_float(b->dtype, b->data, nn, kk, zc, NULL, bf);
-    else
+    else if (!small)
         for (int64_t t = 0; t < nbb; t++) to_float(b->dtype, (const char *)b->data + t * kk * nn, kk, nn, NULL, zc + t * nn, bf + t * kk * nn);
     double bmax = dev_bound(b->dtype, zc, bzp->dtype != BRAID_DTYPE_UNDEFINED ? bcols : 0);
     qepi e;
@@ -253,8 +308,6 @@ static braid_status matmul(const bd_kernel *k, const bd_qgemm_io *io)
     }
     e.mj = 1, e.fj = 1;
     int direct = e.kind == BD_QEPI_INT32 && !e.ibias;
-    int shared_b = nbb == 1 && na == nb; /* one product with M * batch rows */
-    int64_t rows = shared_b ? mm * nb : mm;
     BD_TRY(check_dims(rows, nn, kk, k->err));
     tmp = bd_malloc((size_t)(rows * nn + 1) * sizeof *tmp);
     if (!direct) acc = bd_malloc((size_t)(rows * nn + 1) * sizeof *acc);
@@ -271,8 +324,15 @@ static braid_status matmul(const bd_kernel *k, const bd_qgemm_io *io)
             ob += idx * sb[d];
         }
         int32_t *c = direct ? (int32_t *)k->out[0].data + t * mm * nn : acc;
-        gemm_exact(k->threads, ta, tb, rows, nn, kk, af + oa * mm * kk, ta ? mm : kk, bf + ob * kk * nn, tb ? kk : nn,
-                   amax, bmax, c, nn, tmp);
+        if (small) {
+            small_job sj = {af + oa * mm * kk, (const char *)b->data + ob * kk * nn, zc + ob * nn, c, rows, nn, kk,
+                            b->dtype};
+            bd_parallel_for(k->threads, nn, BD_MAX((int64_t)64, MIN_ROWS_WORK / BD_MAX(rows * kk, (int64_t)1)),
+                            small_cols, &sj);
+        } else {
+            gemm_exact(k->threads, ta, tb, rows, nn, kk, af + oa * mm * kk, ta ? mm : kk, bf + ob * kk * nn,
+                       tb ? kk : nn, amax, bmax, c, nn, tmp);
+        }
         if (direct) continue;
         qepi eb = e;
         eb.mult = mult + ob * nn;
@@ -402,7 +462,7 @@ static void conv_worker(void *ctx, int64_t begin, int64_t end)
                     else for (int64_t q = wlo; q < whi; q++) dst[q] += wv * src[q * s];
                 })
                 for (int64_t q = 0; q < p; q++) acc[q] = (int32_t)tmp[q];
-                qepi e = *j->e;
+                qepi e = *j->e; /* one channel: its multiplier and bias are row constants */
                 e.mult = e.mult ? e.mult + m * e.mi : NULL;
                 e.ibias = e.ibias ? e.ibias + m * e.bi : NULL;
                 epilogue(&e, acc, 1, p, j->k->out[0].data, pr * p);

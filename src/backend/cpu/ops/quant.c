@@ -12,6 +12,9 @@
 #include "backend/cpu/parallel.h"
 
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "ops/quant.h"
 
@@ -34,19 +37,22 @@ typedef struct qd_job {
 static void gather(const qd_job *j, int64_t i0, int64_t c, float *sb, float *zb)
 {
     const bd_qview *v = &j->v;
+    const float *sf = j->sf, *zf = j->zf;
     if (v->mode == BD_QV_TENSOR) {
-        float s = j->sf[0], z = j->zf ? j->zf[0] : 0.0f;
+        float s = sf[0], z = zf ? zf[0] : 0.0f;
         for (int64_t t = 0; t < c; t++) sb[t] = s, zb[t] = z;
         return;
     }
     int64_t in = i0 % v->inner, r = i0 / v->inner, a = r % v->d, o = r / v->d;
+    const int64_t inner = v->inner, d = v->d, s = v->s, block = v->block;
+    const int axis = v->mode == BD_QV_AXIS;
     for (int64_t t = 0; t < c; t++) {
-        int64_t idx = v->mode == BD_QV_AXIS ? a : (o * v->s + a / v->block) * v->inner + in;
-        sb[t] = j->sf[idx];
-        zb[t] = j->zf ? j->zf[idx] : 0.0f;
-        if (++in == v->inner) {
+        int64_t idx = axis ? a : (o * s + a / block) * inner + in;
+        sb[t] = sf[idx];
+        zb[t] = zf ? zf[idx] : 0.0f;
+        if (++in == inner) {
             in = 0;
-            if (++a == v->d) a = 0, o++;
+            if (++a == d) a = 0, o++;
         }
     }
 }
@@ -55,7 +61,8 @@ static void gather(const qd_job *j, int64_t i0, int64_t c, float *sb, float *zb)
 #define STORE_INT(T)                                                                               \
     do {                                                                                           \
         T *y = (T *)j->y + off;                                                                    \
-        for (int64_t t = 0; t < c; t++) y[t] = (T)(int32_t)bd_q_to_int(qb[t], zb[t], j->lo, j->hi); \
+        const float lo = j->lo, hi = j->hi; /* locals: y may alias *j */                           \
+        for (int64_t t = 0; t < c; t++) y[t] = (T)(int32_t)bd_q_to_int(qb[t], zb[t], lo, hi);      \
     } while (0)
 
 static void store_q(const qd_job *j, int64_t off, int64_t c, const float *qb, const float *zb)
@@ -74,8 +81,60 @@ static void store_q(const qd_job *j, int64_t off, int64_t c, const float *qb, co
     }
 }
 
+/* The runs of elements that share one scale: all of x per tensor, the
+ * inner rows per axis; 0 (no runs) for the other layouts, which go through
+ * the per-element gather. */
+static int64_t run_length(const qd_job *j)
+{
+    if (j->v.mode == BD_QV_TENSOR) return INT64_MAX;
+    if (j->v.mode == BD_QV_AXIS && j->v.inner >= 16) return j->v.inner;
+    return 0;
+}
+
+/* The common cases in one flat loop per run: float to 8- and 16-bit integers
+ * (Q) and back (DQ). Returns 0 when the job is not one of them. */
+#define FAST_Q(T)                                                                                  \
+    do {                                                                                           \
+        T *y = (T *)j->y;                                                                          \
+        for (int64_t i = off; i < end; i++) y[i] = (T)(int32_t)bd_q_to_int(x[i] / sc, z, lo, hi);  \
+    } while (0)
+#define FAST_DQ(T)                                                                                 \
+    do {                                                                                           \
+        const T *xq = (const T *)j->x;                                                             \
+        for (int64_t i = off; i < end; i++) y[i] = ((float)xq[i] - z) * sc;                        \
+    } while (0)
+static int fast_range(const qd_job *j, int q, int64_t b, int64_t e)
+{
+    int64_t run = run_length(j);
+    int dt = q ? j->ydt : j->xdt;
+    int ints = dt == BRAID_DTYPE_UINT8 || dt == BRAID_DTYPE_INT8 || dt == BRAID_DTYPE_UINT16 || dt == BRAID_DTYPE_INT16 ||
+               dt == BRAID_DTYPE_UINT4 || dt == BRAID_DTYPE_INT4 || dt == BRAID_DTYPE_UINT2 || dt == BRAID_DTYPE_INT2;
+    if (!run || !ints || (q ? j->xdt != BRAID_DTYPE_FLOAT || j->prec != BRAID_DTYPE_FLOAT : j->ydt != BRAID_DTYPE_FLOAT))
+        return 0;
+    const float *x = j->x, lo = j->lo, hi = j->hi;
+    float *y = j->y;
+    for (int64_t off = b; off < e;) {
+        int64_t idx = run == INT64_MAX ? 0 : (off / run) % j->v.d;
+        int64_t end = run == INT64_MAX ? e : BD_MIN(e, (off / run + 1) * run);
+        const float sc = j->sf[idx], z = j->zf ? j->zf[idx] : 0.0f;
+        switch (dt) {
+        case BRAID_DTYPE_UINT8: case BRAID_DTYPE_UINT4: case BRAID_DTYPE_UINT2:
+            if (q) FAST_Q(uint8_t); else FAST_DQ(uint8_t);
+            break;
+        case BRAID_DTYPE_INT8: case BRAID_DTYPE_INT4: case BRAID_DTYPE_INT2:
+            if (q) FAST_Q(int8_t); else FAST_DQ(int8_t);
+            break;
+        case BRAID_DTYPE_UINT16: if (q) FAST_Q(uint16_t); else FAST_DQ(uint16_t); break;
+        default: if (q) FAST_Q(int16_t); else FAST_DQ(int16_t); break;
+        }
+        off = end;
+    }
+    return 1;
+}
+
 static void quantize_range(void *vj, int64_t b, int64_t e)
 {
+    if (fast_range(vj, 1, b, e)) return;
     const qd_job *j = vj;
     float xb[BLK], sb[BLK], zb[BLK], qb[BLK];
     for (int64_t off = b; off < e; off += BLK) {
@@ -118,6 +177,7 @@ static void quantize_range(void *vj, int64_t b, int64_t e)
 
 static void dequantize_range(void *vj, int64_t b, int64_t e)
 {
+    if (fast_range(vj, 0, b, e)) return;
     const qd_job *j = vj;
     float xb[BLK], sb[BLK], zb[BLK], yb[BLK];
     for (int64_t off = b; off < e; off += BLK) {
@@ -202,26 +262,51 @@ typedef struct dql_job {
     float scale, zp;
 } dql_job;
 
-/* Slot s: the min and max of its share of x (NaN skipped). */
+/* The min and max of x[0..n) and 0, NaN skipped (v < m ? v : m keeps m for
+ * NaN; so does SSE's minps with the running value second). A min
+ * reduction does not vectorize without -ffast-math, hence the intrinsics. */
+static void minmax(const float *x, int64_t n, float *pmn, float *pmx)
+{
+    float mn = 0.0f, mx = 0.0f;
+    int64_t i = 0;
+#if defined(__SSE2__)
+    __m128 vmn = _mm_setzero_ps(), vmx = _mm_setzero_ps(), wmn = vmn, wmx = vmx;
+    for (; i + 8 <= n; i += 8) {
+        __m128 a = _mm_loadu_ps(x + i), b = _mm_loadu_ps(x + i + 4);
+        vmn = _mm_min_ps(a, vmn), vmx = _mm_max_ps(a, vmx);
+        wmn = _mm_min_ps(b, wmn), wmx = _mm_max_ps(b, wmx);
+    }
+    float l[8];
+    _mm_storeu_ps(l, _mm_min_ps(vmn, wmn));
+    _mm_storeu_ps(l + 4, _mm_max_ps(vmx, wmx));
+    for (int k = 0; k < 4; k++) {
+        mn = l[k] < mn ? l[k] : mn;
+        mx = l[4 + k] > mx ? l[4 + k] : mx;
+    }
+#endif
+    for (; i < n; i++) {
+        mn = x[i] < mn ? x[i] : mn;
+        mx = x[i] > mx ? x[i] : mx;
+    }
+    *pmn = mn, *pmx = mx;
+}
+
+/* Slot s: the min and max of its share of x. */
 static void dql_minmax(void *vj, int64_t b, int64_t e)
 {
     dql_job *j = vj;
     for (int64_t s = b; s < e; s++) {
-        float mn = 0.0f, mx = 0.0f; /* the range always holds 0 */
-        for (int64_t i = j->n * s / j->slots; i < j->n * (s + 1) / j->slots; i++) {
-            float v = j->x[i];
-            mn = v < mn ? v : mn;
-            mx = v > mx ? v : mx;
-        }
-        j->mn[s] = mn, j->mx[s] = mx;
+        int64_t i0 = j->n * s / j->slots, i1 = j->n * (s + 1) / j->slots;
+        minmax(j->x + i0, i1 - i0, &j->mn[s], &j->mx[s]);
     }
 }
 
 static void dql_quantize(void *vj, int64_t b, int64_t e)
 {
     const dql_job *j = vj;
-    const float s = j->scale, z = j->zp;
-    for (int64_t i = b; i < e; i++) j->y[i] = (uint8_t)(int32_t)bd_q_to_int(j->x[i] / s, z, 0.0f, 255.0f);
+    const float s = j->scale, z = j->zp, *x = j->x; /* locals: y may alias *j */
+    uint8_t *y = j->y;
+    for (int64_t i = b; i < e; i++) y[i] = (uint8_t)(int32_t)bd_q_to_int(x[i] / s, z, 0.0f, 255.0f);
 }
 
 /* The range of x, then bd_q_dynamic_params, then the quantize pass. */
