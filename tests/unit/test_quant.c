@@ -310,19 +310,20 @@ static void test_dynamic_quantize(void)
 
 /* ---- integer products ------------------------------------------------------------------------------ */
 
-/* MatMulInteger over a long K at the extremes: exact, and wrapping like int32 past 2^31. */
+/* MatMulInteger over a long K at the extremes: exact, and wrapping like int32
+ * past 2^31; 2 rows take the byte path, 12 the float GEMM in K chunks. */
 static void test_matmul_integer_exact(void)
 {
     bd_err e = {0};
     qnode q;
     const int64_t ks[2] = {5000, 70000};
-    for (int c = 0; c < 2; c++) {
-        int64_t k = ks[c];
-        uint8_t *a = malloc((size_t)(2 * k));
+    for (int c = 0; c < 4; c++) {
+        int64_t k = ks[c % 2], m = c < 2 ? 2 : 12;
+        uint8_t *a = malloc((size_t)(m * k));
         int8_t *b = malloc((size_t)(k * 3));
-        for (int64_t i = 0; i < 2 * k; i++) a[i] = 255;
+        for (int64_t i = 0; i < m * k; i++) a[i] = 255;
         for (int64_t i = 0; i < k * 3; i++) b[i] = i % 3 == 0 ? -128 : i % 3 == 1 ? 127 : (int8_t)(i & 1 ? 1 : -1);
-        bd_tensor in[2] = {tensor(U8, 2, (int64_t[]){2, k}, a), tensor(S8, 2, (int64_t[]){k, 3}, b)}, out = {0};
+        bd_tensor in[2] = {tensor(U8, 2, (int64_t[]){m, k}, a), tensor(S8, 2, (int64_t[]){k, 3}, b)}, out = {0};
         for (int t = 1; t <= 3; t += 2) {
             g_threads = t;
             qnode_init(&q, BD_OP_MatMulInteger, 10, 2, 1);
@@ -333,7 +334,7 @@ static void test_matmul_integer_exact(void)
             for (int j = 0; j < 3; j++) {
                 int32_t w = (int32_t)(uint32_t)(uint64_t)want[j]; /* int32 wrap-around */
                 CHECK_EQ_INT(((int32_t *)out.data)[j], w);
-                CHECK_EQ_INT(((int32_t *)out.data)[3 + j], w);
+                CHECK_EQ_INT(((int32_t *)out.data)[(m - 1) * 3 + j], w);
             }
             done(&q.n, &out);
         }
