@@ -3,7 +3,8 @@
  * of ops/qlinear.h: one thread per output element for the broadcast binary
  * ops, Where, the activations, Concat and AveragePool (windows summed in the
  * CPU's order), one per (image, channel) for GlobalAveragePool and one per
- * row for Softmax. Scales and zero points are read on the device. The
+ * row for Softmax and per token for QEmbedLayerNormalization. Scales and
+ * zero points are read on the device. The
  * sigmoid uses the device's expf, which may differ from the host libm's in
  * the last bit (so, rarely, by one code after rounding). */
 #include "common.cuh"
@@ -143,6 +144,96 @@ static __global__ void k_softmax(ql_args a, int64_t rows, int64_t d, int64_t inn
     }
 }
 
+/* QEmbedLayerNormalization: one thread per token, the row sums in the output
+ * itself; a token with an index out of range gets NaN (the CPU reports it). */
+struct emb_args {
+    const int32_t *ids, *seg;
+    const void *tab[5]; /* word, position, segment, gamma, beta */
+    qp sc[5], zp[5];
+    int dt;
+    int64_t tokens, s, h, rows[3];
+    float eps;
+    const float *gb; /* gamma then beta, dequantized (workspace) */
+    float *out;
+};
+
+static __global__ void k_embed(emb_args a)
+{
+    BD_CU_LOOP(t, a.tokens)
+    {
+        float *o = a.out + t * a.h;
+        int64_t row[3] = {a.ids[t], t % a.s, a.seg ? a.seg[t] : 0};
+        int nt = a.seg ? 3 : 2, bad = 0;
+        for (int tb = 0; tb < nt; tb++) bad |= row[tb] < 0 || row[tb] >= a.rows[tb];
+        if (bad) {
+            for (int64_t i = 0; i < a.h; i++) o[i] = __int_as_float(0x7fc00000);
+            continue;
+        }
+        for (int tb = 0; tb < nt; tb++) {
+            float s = scale_of(a.sc[tb]);
+            int32_t z = (int32_t)zero_of(a.zp[tb]);
+            for (int64_t i = 0; i < a.h; i++) {
+                float v = bd_ql_deq((int32_t)ld8(a.dt, a.tab[tb], row[tb] * a.h + i), z, s);
+                o[i] = tb ? BD_QADD(o[i], v) : v;
+            }
+        }
+        bd_qemb_layernorm(o, a.h, a.eps, a.gb, a.gb + a.h);
+    }
+}
+
+/* gamma and beta dequantized into gb (2h floats), as the CPU does. */
+static __global__ void k_embed_gb(emb_args a, float *gb)
+{
+    BD_CU_LOOP(i, 2 * a.h)
+    {
+        int tb = i < a.h ? 3 : 4;
+        gb[i] = bd_ql_deq((int32_t)ld8(a.dt, a.tab[tb], i % a.h), (int32_t)zero_of(a.zp[tb]), scale_of(a.sc[tb]));
+    }
+}
+
+static __global__ void k_mask_index(const int32_t *__restrict__ mask, int32_t *__restrict__ out, int64_t b, int64_t s)
+{
+    BD_CU_LOOP(i, b)
+    {
+        int32_t c = 0;
+        for (int64_t t = 0; mask && t < s; t++) c += mask[i * s + t] == 1;
+        out[i] = c;
+    }
+}
+
+static qp param(const bd_cuda_kernel *k, int i);
+
+static braid_status embed(const bd_cuda_kernel *k, const bd_qlinear_params *p)
+{
+    const bd_tensor *ids = &k->in[BD_QEMB_IDS];
+    emb_args a = {};
+    a.ids = (const int32_t *)ids->data;
+    a.seg = k->in[BD_QEMB_SEG_IDS].dtype != BRAID_DTYPE_UNDEFINED ? (const int32_t *)k->in[BD_QEMB_SEG_IDS].data : NULL;
+    for (int t = 0; t < 5; t++) {
+        a.tab[t] = k->in[BD_QEMB_WORD + t].data;
+        a.sc[t] = param(k, BD_QEMB_SCALES + t), a.zp[t] = param(k, BD_QEMB_ZPS + t);
+        if (t < 3) a.rows[t] = k->in[BD_QEMB_WORD + t].dtype != BRAID_DTYPE_UNDEFINED ? k->in[BD_QEMB_WORD + t].dims[0] : 0;
+    }
+    a.dt = k->in[BD_QEMB_WORD].dtype;
+    a.tokens = bd_numel(ids), a.s = ids->dims[1], a.h = k->in[BD_QEMB_WORD].dims[1], a.eps = p->epsilon;
+    a.out = (float *)k->out[0].data;
+    if ((size_t)(2 * a.h) * sizeof(float) > k->workspace_size)
+        return BD_FAIL(k->err, BRAID_ERR_LIMIT, "QEmbedLayerNormalization: hidden size %lld is beyond the CUDA workspace",
+                       (long long)a.h);
+    float *gb = (float *)k->workspace;
+    if (a.h > 0) k_embed_gb<<<bd_cu_grid(2 * a.h), BD_CU_BLOCK, 0, k->stream>>>(a, gb);
+    a.gb = gb;
+    if (a.tokens > 0) k_embed<<<bd_cu_grid(a.tokens, 64), 64, 0, k->stream>>>(a);
+    BD_CU_CHECK_LAUNCH(k, "the QEmbedLayerNormalization kernel");
+    if (k->n_out > 1 && k->out[1].data && ids->dims[0] > 0) {
+        const int32_t *mask = k->in[BD_QEMB_MASK].dtype != BRAID_DTYPE_UNDEFINED ? (const int32_t *)k->in[BD_QEMB_MASK].data : NULL;
+        k_mask_index<<<bd_cu_grid(ids->dims[0]), BD_CU_BLOCK, 0, k->stream>>>(mask, (int32_t *)k->out[1].data,
+                                                                              ids->dims[0], a.s);
+        BD_CU_CHECK_LAUNCH(k, "QEmbedLayerNormalization's mask index");
+    }
+    return BRAID_OK;
+}
+
 /* ---- launchers ------------------------------------------------------------------------------- */
 
 static qp param(const bd_cuda_kernel *k, int i)
@@ -256,6 +347,7 @@ extern "C" braid_status bd_cuda_qlinear(const bd_cuda_kernel *k)
             k_softmax<<<bd_cu_grid(outer * inner), BD_CU_BLOCK, 0, k->stream>>>(a, outer * inner, d, inner);
         break;
     }
+    case BD_OP_MS_QEmbedLayerNormalization: return embed(k, p);
     default: return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the qlinear family", k->node->op_type);
     }
     BD_CU_CHECK_LAUNCH(k, "a qlinear kernel");

@@ -3,7 +3,8 @@
  * QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool and
  * QLinearAveragePool (channels_last too; the window attributes through the
  * pool family's parser and geometry), QLinearConcat, QLinearSoftmax and
- * QLinearWhere. Every scale and zero point here is per tensor. */
+ * QLinearWhere, and QEmbedLayerNormalization (BERT's quantized embedding
+ * and LayerNorm). Every scale and zero point here is per tensor. */
 #include "qlinear.h"
 
 #include <string.h>
@@ -11,6 +12,11 @@
 static const char *const names_bin[] = {"A", "A_scale", "A_zero_point", "B", "B_scale", "B_zero_point",
                                         "C_scale", "C_zero_point"};
 static const char *const names_un[] = {"X", "X_scale", "X_zero_point", "Y_scale", "Y_zero_point"};
+static const char *const names_emb[] = {
+    "input_ids", "segment_ids", "word_embedding_quant", "position_embedding_quant", "segment_embedding",
+    "gamma_quant", "beta_quant", "mask", "word_embedding_scale", "position_embedding_scale",
+    "segment_embedding_scale", "gamma_scale", "beta_scale", "word_embedding_zero_point",
+    "position_embedding_zero_point", "segment_embedding_zero_point", "gamma_zero_point", "beta_zero_point"};
 static const char *const names_where[] = {"condition", "X", "x_scale", "x_zero_point", "Y", "y_scale",
                                           "y_zero_point", "z_scale", "z_zero_point"};
 
@@ -20,6 +26,7 @@ const char *bd_qlinear_input_name(int op, int i)
     switch (op) {
     case BD_OP_MS_QLinearAdd: case BD_OP_MS_QLinearMul: return i >= 0 && i < 8 ? names_bin[i] : "?";
     case BD_OP_MS_QLinearWhere: return i >= 0 && i < 9 ? names_where[i] : "?";
+    case BD_OP_MS_QEmbedLayerNormalization: return i >= 0 && i < 18 ? names_emb[i] : "?";
     case BD_OP_MS_QLinearConcat: return i == 0 ? "Y_scale" : i == 1 ? "Y_zero_point" : i > 1 ? triple[(i - 2) % 3] : "?";
     default: return i >= 0 && i < 5 ? names_un[i] : "?";
     }
@@ -33,6 +40,7 @@ braid_status bd_qlinear_parse(bd_node *n, bd_err *e)
     BD_CHECK_ALLOC(e, p);
     switch (n->op) {
     case BD_OP_MS_QLinearLeakyRelu: BD_TRY(bd_attr_float(n, "alpha", 0.01f, &p->alpha, e)); break;
+    case BD_OP_MS_QEmbedLayerNormalization: BD_TRY(bd_attr_float(n, "epsilon", 1e-12f, &p->epsilon, e)); break;
     case BD_OP_MS_QLinearConcat:
         if (!bd_node_attr(n, "axis")) {
             st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'axis' is required");
@@ -137,6 +145,44 @@ static braid_status concat_infer(const bd_node *n, const bd_qlinear_params *p, c
     return BRAID_OK;
 }
 
+/* QEmbedLayerNormalization: ids (B, S) int32; tables (rows, H) of one 8-bit dtype. */
+static braid_status embed_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
+{
+    char s1[160], s2[160];
+    braid_status st;
+    const bd_tensor *ids = &in[BD_QEMB_IDS], *word = &in[BD_QEMB_WORD];
+    int seg = HAS(BD_QEMB_SEG_IDS), dt = word->dtype;
+    if (ids->dtype != BRAID_DTYPE_INT32 || ids->rank != 2)
+        return BD_FAIL(e, ids->dtype != BRAID_DTYPE_INT32 ? BRAID_ERR_DTYPE : BRAID_ERR_SHAPE,
+                       "input 'input_ids' is %s %s; it must be int32 (batch, sequence)", bd_dtype_name(ids->dtype),
+                       bd_shape_str(ids, s1, sizeof s1));
+    if (seg != HAS(BD_QEMB_SEG) || seg != HAS(BD_QEMB_SCALES + 2))
+        return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "segment_ids, segment_embedding and its scale come together");
+    if ((st = check_data(n, in, BD_QEMB_WORD, e))) return st;
+    int64_t h = word->rank == 2 ? word->dims[1] : -1;
+    for (int t = BD_QEMB_WORD; t <= BD_QEMB_BETA; t++) {
+        if (!HAS(t)) continue;
+        if (in[t].dtype != dt)
+            return BD_FAIL(e, BRAID_ERR_DTYPE, "input '%s' is %s but '%s' is %s; they must match", NAME(t),
+                           bd_dtype_name(in[t].dtype), NAME(BD_QEMB_WORD), bd_dtype_name(dt));
+        int table = t <= BD_QEMB_SEG;
+        if (table ? in[t].rank != 2 || in[t].dims[1] != h : in[t].rank != 1 || in[t].dims[0] != h)
+            return BD_FAIL(e, BRAID_ERR_SHAPE, "input '%s' has shape %s; with '%s' of shape %s it must be %s", NAME(t),
+                           bd_shape_str(&in[t], s1, sizeof s1), NAME(BD_QEMB_WORD), bd_shape_str(word, s2, sizeof s2),
+                           table ? "(rows, hidden)" : "(hidden)");
+        if ((st = check_param(n, in, BD_QEMB_SCALES + t - BD_QEMB_WORD, 1, 0, e)) ||
+            (st = check_param(n, in, BD_QEMB_ZPS + t - BD_QEMB_WORD, 0, dt, e)))
+            return st;
+    }
+    for (int t = BD_QEMB_SEG_IDS; t <= BD_QEMB_MASK; t += BD_QEMB_MASK - BD_QEMB_SEG_IDS)
+        if (HAS(t) && (in[t].dtype != BRAID_DTYPE_INT32 || !bd_shape_equal(&in[t], ids)))
+            return BD_FAIL(e, BRAID_ERR_SHAPE, "input '%s' is %s %s; it must be int32 shaped as input_ids %s", NAME(t),
+                           bd_dtype_name(in[t].dtype), bd_shape_str(&in[t], s1, sizeof s1), bd_shape_str(ids, s2, sizeof s2));
+    out[0] = (bd_tensor){.dtype = BRAID_DTYPE_FLOAT, .rank = 3, .dims = {ids->dims[0], ids->dims[1], h}};
+    if (n->n_out > 1) out[1] = (bd_tensor){.dtype = BRAID_DTYPE_INT32, .rank = 1, .dims = {ids->dims[0]}};
+    return BRAID_OK;
+}
+
 braid_status bd_qlinear_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
 {
     const bd_qlinear_params *p = n->params;
@@ -145,6 +191,7 @@ braid_status bd_qlinear_infer(const bd_node *n, const bd_tensor *in, bd_tensor *
     char s1[160];
     if (!p) return BD_FAIL(e, BRAID_ERR_INTERNAL, "attributes were not parsed");
     if (n->op == BD_OP_MS_QLinearConcat) return concat_infer(n, p, in, out, e);
+    if (n->op == BD_OP_MS_QEmbedLayerNormalization) return embed_infer(n, in, out, e);
     const bd_tensor *x = &in[io.x];
     int dt = x->dtype;
     if ((st = check_data(n, in, io.x, e))) return st;
@@ -212,5 +259,6 @@ double bd_qlinear_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *o
         return (double)bd_numel(&out[0]) * window;
     }
     if (n->op == BD_OP_MS_QLinearGlobalAveragePool) return (double)bd_numel(&in[0]);
+    if (n->op == BD_OP_MS_QEmbedLayerNormalization) return 8.0 * (double)bd_numel(&out[0]);
     return (n->op == BD_OP_MS_QLinearSoftmax ? 6.0 : 3.0) * (double)bd_numel(&out[0]);
 }

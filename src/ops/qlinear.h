@@ -21,7 +21,16 @@ typedef struct bd_qlinear_params {
     int64_t axis;        /* QLinearConcat, QLinearSoftmax (as written) */
     int channels_last;   /* the pools: X is (N, spatial..., C) */
     int softmax_opset;   /* QLinearSoftmax's 'opset': before 13 the rows are the dims from axis on */
+    float epsilon;       /* QEmbedLayerNormalization */
 } bd_qlinear_params;
+
+/* QEmbedLayerNormalization's inputs: ids, the quantized tables and their
+ * scales (8 on) and zero points (13 on), in the order word, position,
+ * segment, gamma, beta. */
+enum {
+    BD_QEMB_IDS = 0, BD_QEMB_SEG_IDS = 1, BD_QEMB_WORD = 2, BD_QEMB_POS = 3, BD_QEMB_SEG = 4, BD_QEMB_GAMMA = 5,
+    BD_QEMB_BETA = 6, BD_QEMB_MASK = 7, BD_QEMB_SCALES = 8, BD_QEMB_ZPS = 13
+};
 
 /* Input roles of the elementwise ops: x (and y for the binary ones), their
  * scales and zero points, and the output's (-1: none). */
@@ -83,6 +92,24 @@ static inline BD_HOST_DEVICE float bd_ql_deq(int32_t x, int32_t zp, float s) { r
 static inline BD_HOST_DEVICE float bd_ql_avg(float sum, int64_t count, float ys, float zp, float lo, float hi)
 {
     return bd_q_to_int(BD_QADD((sum / (float)count) / ys, zp), 0.0f, lo, hi);
+}
+
+/* QEmbedLayerNormalization, as onnxruntime, on one token of hidden size h:
+ * o = word + position (+ segment) dequantized, then o = (o - mean) /
+ * sqrt(var + eps) * gamma + beta with float sums in order. */
+static inline BD_HOST_DEVICE void bd_qemb_layernorm(float *o, int64_t h, float eps, const float *gamma,
+                                                    const float *beta)
+{
+    float sum = 0.0f;
+    for (int64_t i = 0; i < h; i++) sum = BD_QADD(sum, o[i]);
+    float mean = sum / (float)h;
+    sum = 0.0f;
+    for (int64_t i = 0; i < h; i++) {
+        o[i] = o[i] - mean;
+        sum = BD_QADD(sum, BD_QMUL(o[i], o[i]));
+    }
+    float e = sqrtf(BD_QADD(sum / (float)h, eps));
+    for (int64_t i = 0; i < h; i++) o[i] = BD_QADD(BD_QMUL(o[i] / e, gamma[i]), beta[i]);
 }
 
 /* The input name of each op's inputs, for messages. */

@@ -298,6 +298,33 @@ class MicrosoftOps(unittest.TestCase):
                          {"as": s(0.05), "az": z(), "bs": s(0.03), "bz": z(), "cs": s(0.07), "cz": z()}, t)
 
 
+    def test_qembed_layer_norm(self):
+        rng = np.random.default_rng(9)
+        for dt, seg in ((np.uint8, True), (np.int8, False)):
+            b, s, h, vocab = 2, 7, 24, 30
+            ids = rng.integers(0, vocab, (b, s)).astype(np.int32)
+            mask = (rng.random((b, s)) < 0.7).astype(np.int32)
+            feeds = {"ids": ids, "mask": mask}
+            inits = {"word": rand_int(rng, dt, [vocab, h]), "pos": rand_int(rng, dt, [16, h]),
+                     "gamma": rand_int(rng, dt, [h]), "beta": rand_int(rng, dt, [h])}
+            for i, n in enumerate(["word", "pos", "seg", "gamma", "beta"]):
+                inits[n + "_s"] = np.array(0.01 * (i + 1), np.float32)
+                inits[n + "_z"] = (rand_int(rng, dt, []) // 4).astype(dt)
+            if seg:
+                feeds["seg_ids"] = rng.integers(0, 2, (b, s)).astype(np.int32)
+                inits["seg"] = rand_int(rng, dt, [2, h])
+            order = ["ids", "seg_ids" if seg else "", "word", "pos", "seg" if seg else "", "gamma", "beta", "mask"]
+            order += [n + "_s" if n != "seg" or seg else "" for n in ["word", "pos", "seg", "gamma", "beta"]]
+            order += [n + "_z" if n != "seg" or seg else "" for n in ["word", "pos", "seg", "gamma", "beta"]]
+            if not seg:
+                del inits["seg_s"], inits["seg_z"]
+            node = helper.make_node("QEmbedLayerNormalization", order, ["y", "mi"], domain="com.microsoft", epsilon=1e-5)
+            m = make_model([node], feeds, inits, [("y", 1), ("mi", TensorProto.INT32)], opset=17, ms=True)
+            want, got = run_ort(m, feeds), run_braid(m, feeds)
+            np.testing.assert_allclose(got["y"], want["y"], rtol=1e-5, atol=1e-5)
+            np.testing.assert_array_equal(got["mi"], want["mi"])
+
+
 # ---- whole models quantized by onnxruntime.quantization -----------------------------------------------
 
 def weight(rng, name, *shape):

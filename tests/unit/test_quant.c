@@ -19,10 +19,10 @@
 #define S8 BRAID_DTYPE_INT8
 #define I32 BRAID_DTYPE_INT32
 
-/* A node with up to 10 inputs held here (inputs 0.., outputs 20..). */
+/* A node with up to 20 inputs held here (inputs 0.., outputs 20..). */
 typedef struct qnode {
     bd_node n;
-    int in[10], out[3];
+    int in[20], out[3];
     bd_attr attrs[8];
     int64_t ints[8][8];
 } qnode;
@@ -34,7 +34,7 @@ static void qnode_init(qnode *q, int op, int opset, int n_in, int n_out)
     q->n.domain = bd_op_table[op].domain == BD_DOM_MS ? "com.microsoft" : "";
     q->n.in = q->in;
     q->n.out = q->out;
-    for (int i = 0; i < 10; i++) q->in[i] = i;
+    for (int i = 0; i < 20; i++) q->in[i] = i;
     for (int i = 0; i < 3; i++) q->out[i] = 20 + i;
 }
 static void q_int(qnode *q, const char *name, int64_t v) { q->attrs[q->n.n_attrs++] = attr_i(name, v); }
@@ -53,13 +53,13 @@ static const bd_tensor NONE = {.dtype = BRAID_DTYPE_UNDEFINED, .rank = -1};
  * n_in omitted (as the executors hand them over). */
 static void slots(const bd_node *n, const bd_tensor *in, bd_tensor *all)
 {
-    for (int i = 0; i < 10; i++) all[i] = i < n->n_in ? in[i] : NONE;
+    for (int i = 0; i < 20; i++) all[i] = i < n->n_in ? in[i] : NONE;
 }
 
 /* run() of optest.h, with the slots filled. */
 static braid_status qrun(bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
 {
-    bd_tensor all[10];
+    bd_tensor all[20];
     slots(n, in, all);
     return run(n, all, out, e);
 }
@@ -68,11 +68,11 @@ static braid_status qrun(bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err
  * at run time), so that the kernel's own checks answer. */
 static braid_status run_rt(bd_node *n, bd_tensor *in, bd_tensor *out, bd_err *e)
 {
-    bd_tensor hidden[10], all[10];
+    bd_tensor hidden[20], all[20];
     braid_status st = bd_op_parse(n, e);
     if (st) return st;
     slots(n, in, all);
-    for (int i = 0; i < 10; i++) hidden[i] = all[i], hidden[i].data = NULL;
+    for (int i = 0; i < 20; i++) hidden[i] = all[i], hidden[i].data = NULL;
     if ((st = bd_op_infer(n, hidden, out, e))) return st;
     for (int i = 0; i < n->n_out; i++) {
         size_t nb;
@@ -511,6 +511,30 @@ static void test_qlinear_ops(void)
     CHECK_EQ_INT(qrun(&q.n, ic, &out, &e), BRAID_OK);
     const uint8_t wc[] = {1, 6, 2, 8};
     for (int i = 0; i < 4; i++) CHECK_EQ_INT(((uint8_t *)out.data)[i], wc[i]);
+    done(&q.n, &out);
+    /* QEmbedLayerNormalization: an input id past the word table is an error naming it; the
+     * tokens (2 rows of 3 + 2 = 5, hidden 2) otherwise normalize to +-1 times gamma (1) plus beta (0):
+     * word (0, 2) + position (0, 0) -> mean 1, var 1 -> (-1, 1) with eps 0 */
+    int32_t ids[2] = {0, 3};
+    uint8_t word[6] = {0, 2, 1, 5, 9, 9}, pos[4] = {0, 0, 0, 0}, gam[2] = {1, 1}, bet[2] = {0, 0};
+    bd_tensor ie[18];
+    for (int i = 0; i < 18; i++) ie[i] = NONE;
+    ie[0] = tensor(I32, 2, (int64_t[]){1, 2}, ids);
+    ie[2] = tensor(U8, 2, (int64_t[]){3, 2}, word);
+    ie[3] = tensor(U8, 2, (int64_t[]){2, 2}, pos);
+    ie[5] = vec(U8, 2, gam), ie[6] = vec(U8, 2, bet);
+    for (int i = 8; i <= 12; i++) ie[i] = scalar(F32, &one);
+    for (int i = 13; i <= 17; i++) ie[i] = scalar(U8, &z0);
+    ie[10] = ie[15] = NONE;
+    qnode_init(&q, BD_OP_MS_QEmbedLayerNormalization, 1, 18, 1);
+    CHECK_EQ_INT(run_rt(&q.n, ie, &out, &e), BRAID_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(e.msg, "input id 3 at token 1");
+    done(&q.n, &out);
+    ids[1] = 2; /* word row 2: (9, 9) -> both 0 after the mean, var 0: 0 / sqrt(eps) = 0 */
+    qnode_init(&q, BD_OP_MS_QEmbedLayerNormalization, 1, 18, 1);
+    CHECK_EQ_INT(qrun(&q.n, ie, &out, &e), BRAID_OK);
+    const float we[4] = {-1, 1, 0, 0};
+    for (int i = 0; i < 4; i++) CHECK_NEAR(((float *)out.data)[i], we[i], 1e-6, 0);
     done(&q.n, &out);
     /* QLinearConcat with a missing zero point in a triple is refused */
     qnode_init(&q, BD_OP_MS_QLinearConcat, 1, 7, 1);

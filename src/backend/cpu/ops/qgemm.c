@@ -82,7 +82,7 @@ typedef struct small_job {
     for (int64_t l = 0; l < k; l++) {                                                              \
         const int16_t av = (int16_t)ai[l];                                                         \
         const T *bl = (const T *)j->b + l * n;                                                     \
-        for (int64_t q = j0; q < j1; q++) ci[q] += (int32_t)av * (int32_t)(int16_t)bl[q];          \
+        for (int64_t q = j0; q < j1; q++) ci[q] += (uint32_t)((int32_t)av * (int32_t)(int16_t)bl[q]); \
     }
 static void small_cols(void *ctx, int64_t j0, int64_t j1)
 {
@@ -90,11 +90,11 @@ static void small_cols(void *ctx, int64_t j0, int64_t j1)
     const int64_t n = j->n, k = j->k; /* locals: the stores may alias *j */
     const float *zc = j->zc;
     for (int64_t i = 0; i < j->rows; i++) {
-        int32_t *ci = j->c + i * n;
+        uint32_t *ci = (uint32_t *)j->c + i * n; /* wraps as int32 accumulation does */
         const float *ai = j->af + i * k;
         int32_t rs = 0; /* |a'| <= 255 and k < 2^23: no overflow */
         for (int64_t l = 0; l < k; l++) rs += (int32_t)ai[l];
-        for (int64_t q = j0; q < j1; q++) ci[q] = (int32_t)(0u - (uint32_t)rs * (uint32_t)(int32_t)zc[q]);
+        for (int64_t q = j0; q < j1; q++) ci[q] = 0u - (uint32_t)rs * (uint32_t)(int32_t)zc[q];
         if (j->bdt == BRAID_DTYPE_UINT8) { SMALL_COLS(uint8_t) }
         else { SMALL_COLS(int8_t) }
     }

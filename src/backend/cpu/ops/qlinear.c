@@ -2,9 +2,11 @@
  * QOperator ops), with the formulas of ops/qlinear.h. Binary ops and Where
  * walk the broadcast output row by row; ops of one 8-bit input (the
  * activations, Concat and Where's requantization) go through a 256-entry
- * table built per run; the pools sum exact integers; Softmax uses a table
- * of exp(-d * x_scale) for d = max - x. Work splits over threads by rows,
- * planes or elements, each computed alike whatever the split. */
+ * table built per run; GlobalAveragePool sums exact integers, AveragePool
+ * dequantized floats in window order (as onnxruntime); Softmax uses a table
+ * of exp(-d * x_scale) for d = max - x; QEmbedLayerNormalization runs a
+ * token at a time. Work splits over threads by rows, planes or tokens, each
+ * computed alike whatever the split. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3", "no-trapping-math", "no-math-errno")
 #endif
@@ -393,6 +395,86 @@ static braid_status softmax(const bd_kernel *k)
     return BRAID_OK;
 }
 
+/* ---- QEmbedLayerNormalization -------------------------------------------------------------------- */
+
+typedef struct emb_job {
+    const bd_kernel *k;
+    int64_t s, h, rows[3]; /* sequence length, hidden size, rows of word / position / segment */
+    float sc[5], zp[5];    /* word, position, segment, gamma, beta */
+    float *gamma, *beta;   /* dequantized, h each */
+} emb_job;
+
+/* Tokens [b, e): the three rows dequantized and summed, then the LayerNorm. */
+static void embed_tokens(void *vj, int64_t b, int64_t e)
+{
+    const emb_job *j = vj;
+    const bd_tensor *in = j->k->in;
+    const int32_t *ids = in[BD_QEMB_IDS].data, *seg = in[BD_QEMB_SEG_IDS].data;
+    int u = in[BD_QEMB_WORD].dtype == BRAID_DTYPE_UINT8;
+    const int64_t h = j->h;
+    for (int64_t t = b; t < e; t++) {
+        float *o = (float *)j->k->out[0].data + t * h;
+        const int64_t row[3] = {ids[t], t % j->s, seg ? seg[t] : 0};
+        for (int64_t i = 0; i < h; i++) o[i] = 0.0f;
+        for (int tb = 0; tb < (seg ? 3 : 2); tb++) {
+            const void *base = in[BD_QEMB_WORD + tb].data;
+            int32_t z = (int32_t)j->zp[tb];
+            for (int64_t i = 0; i < h; i++) {
+                int64_t at = row[tb] * h + i;
+                int32_t v = u ? ((const uint8_t *)base)[at] : ((const int8_t *)base)[at];
+                o[i] = tb ? o[i] + bd_ql_deq(v, z, j->sc[tb]) : bd_ql_deq(v, z, j->sc[tb]);
+            }
+        }
+        bd_qemb_layernorm(o, h, ((const bd_qlinear_params *)j->k->node->params)->epsilon, j->gamma, j->beta);
+    }
+}
+
+static braid_status embed(const bd_kernel *k)
+{
+    braid_status st = BRAID_OK;
+    const bd_tensor *in = k->in, *ids = &in[BD_QEMB_IDS];
+    emb_job j = {.k = k, .s = ids->dims[1], .h = in[BD_QEMB_WORD].dims[1]};
+    int seg = in[BD_QEMB_SEG_IDS].data != NULL;
+    int scales[5] = {8, 9, 10, 11, 12};
+    if ((st = check_scales(k, scales, 2)) || (seg && (st = check_scales(k, scales + 2, 1))) ||
+        (st = check_scales(k, scales + 3, 2)))
+        return st;
+    for (int t = 0; t < 5; t++) {
+        j.sc[t] = param(k, BD_QEMB_SCALES + t, 1), j.zp[t] = param(k, BD_QEMB_ZPS + t, 0);
+        if (t < 3) j.rows[t] = in[BD_QEMB_WORD + t].data ? in[BD_QEMB_WORD + t].dims[0] : 0;
+    }
+    int64_t n = bd_numel(ids);
+    for (int64_t t = 0; t < n; t++) { /* every index checked before the parallel pass */
+        int64_t v[3] = {((const int32_t *)ids->data)[t], t % j.s, seg ? ((const int32_t *)in[BD_QEMB_SEG_IDS].data)[t] : 0};
+        for (int tb = 0; tb < (seg ? 3 : 2); tb++)
+            if (v[tb] < 0 || v[tb] >= j.rows[tb])
+                return BD_FAIL(k->err, BRAID_ERR_INVALID_ARGUMENT, "%s %lld at token %lld is out of range for '%s' "
+                               "with %lld rows", tb == 1 ? "position" : tb ? "segment id" : "input id", (long long)v[tb],
+                               (long long)t, bd_qlinear_input_name(k->node->op, BD_QEMB_WORD + tb), (long long)j.rows[tb]);
+    }
+    j.gamma = bd_malloc((size_t)(2 * j.h + 1) * sizeof *j.gamma);
+    if (!j.gamma) return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    j.beta = j.gamma + j.h;
+    int u = in[BD_QEMB_GAMMA].dtype == BRAID_DTYPE_UINT8;
+    for (int64_t i = 0; i < j.h; i++) {
+        int32_t g = u ? ((const uint8_t *)in[BD_QEMB_GAMMA].data)[i] : ((const int8_t *)in[BD_QEMB_GAMMA].data)[i];
+        int32_t b = u ? ((const uint8_t *)in[BD_QEMB_BETA].data)[i] : ((const int8_t *)in[BD_QEMB_BETA].data)[i];
+        j.gamma[i] = bd_ql_deq(g, (int32_t)j.zp[3], j.sc[3]);
+        j.beta[i] = bd_ql_deq(b, (int32_t)j.zp[4], j.sc[4]);
+    }
+    bd_parallel_for(k->threads, n, BD_MAX((int64_t)1, MIN_CHUNK / BD_MAX(j.h, (int64_t)1)), embed_tokens, &j);
+    bd_free(j.gamma);
+    if (k->n_out > 1 && k->out[1].data) { /* mask_index: the count of ones per sequence */
+        const int32_t *mask = in[BD_QEMB_MASK].data;
+        for (int64_t b = 0; b < ids->dims[0]; b++) {
+            int32_t c = 0;
+            for (int64_t t = 0; mask && t < j.s; t++) c += mask[b * j.s + t] == 1;
+            ((int32_t *)k->out[1].data)[b] = c;
+        }
+    }
+    return BRAID_OK;
+}
+
 braid_status bd_cpu_qlinear(const bd_kernel *k)
 {
     if (!k->node->params) return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "attributes were not parsed");
@@ -402,6 +484,7 @@ braid_status bd_cpu_qlinear(const bd_kernel *k)
     case BD_OP_MS_QLinearGlobalAveragePool: case BD_OP_MS_QLinearAveragePool: return pool(k);
     case BD_OP_MS_QLinearConcat: return concat(k);
     case BD_OP_MS_QLinearSoftmax: return softmax(k);
+    case BD_OP_MS_QEmbedLayerNormalization: return embed(k);
     default: return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the qlinear family", k->node->op_type);
     }
 }
