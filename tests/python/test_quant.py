@@ -486,9 +486,11 @@ def bench():
                 t0 = time.perf_counter()
                 s.run(None, {"x": x})
                 t.append(time.perf_counter() - t0)
-            ort_ms = np.median(t[10:]) * 1e3
             out = os.popen(f"{exe} bench {path} --iterations 30 --warmup 5 --threads {threads} --streams 1 2>&1").read()
-            print(f"{name:15s} threads {threads}: onnxruntime {ort_ms:8.3f} ms | braid {out.strip().splitlines()[-1:]}")
+            got = {ln.split()[0]: ln.split()[1] for ln in out.splitlines() if ln.split()[:1] in (["min"], ["median"])}
+            print(f"{name:15s} threads {threads}: onnxruntime min {min(t[10:]) * 1e3:8.3f} median "
+                  f"{np.median(t[10:]) * 1e3:8.3f} ms | braid min {got.get('min', '?'):>8s} median "
+                  f"{got.get('median', '?'):>8s} ms")
 
 
 if __name__ == "__main__":
