@@ -1,8 +1,9 @@
 # tests/real.cmake: the accuracy tests that load the shared library from Python
-# (ctypes): scripts/compare.py's own tests, and one test per real model of
-# tests/real/models.tsv and of tests/real/derive.py (real/<file without .onnx>, label
-# "real"), each braid against onnxruntime on the inputs of tests/real/cases.py at 1, 2,
-# 4 and automatic streams.
+# (ctypes): scripts/compare.py's own tests, the quantization ops and quantized
+# models against onnxruntime (tests/python/test_quant.py), and one test per real
+# model of tests/real/models.tsv and of tests/real/derive.py (real/<file without
+# .onnx>, label "real"), each braid against onnxruntime on the inputs of
+# tests/real/cases.py at 1, 2, 4 and automatic streams.
 # A model not fetched yet (scripts/fetch-models), or one using ops braid does not run
 # yet, is skipped (exit 77) with the reason printed. Included from tests/CMakeLists.txt.
 # Not under sanitizers: a ctypes-loaded ASan/TSan library needs its runtime preloaded
@@ -11,6 +12,11 @@ if(NOT BRAID_SANITIZE)
   add_test(NAME python/compare
     COMMAND ${BRAID_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/test_compare.py)
   set_tests_properties(python/compare PROPERTIES LABELS "python" TIMEOUT 300
+    ENVIRONMENT "BRAID_LIB=$<TARGET_FILE:braid>")
+
+  add_test(NAME python/quant
+    COMMAND ${BRAID_PYTHON} ${CMAKE_SOURCE_DIR}/tests/python/test_quant.py)
+  set_tests_properties(python/quant PROPERTIES LABELS "python" TIMEOUT 600
     ENVIRONMENT "BRAID_LIB=$<TARGET_FILE:braid>")
 
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/real/models.tsv)

@@ -15,8 +15,8 @@ extern "C" {
 /* Op families, in the order of their files. */
 #define BD_FAMILIES(X)                                                                             \
     X(conv) X(gemm) X(norm) X(binary) X(unary) X(pool) X(softmax) X(reduce) X(shape) X(layout)     \
-    X(generate) X(resize) X(control) X(rnn) X(quant) X(index) X(loss) X(vision) X(signal)         \
-    X(attention) X(linalg) X(sequence) X(string) X(scatter) X(select) X(random)
+    X(generate) X(resize) X(control) X(rnn) X(quant) X(qgemm) X(qlinear) X(index) X(loss)         \
+    X(vision) X(signal) X(attention) X(linalg) X(sequence) X(string) X(scatter) X(select) X(random)
 
 typedef enum bd_family {
 #define X(f) BD_FAM_##f,
