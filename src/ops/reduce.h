@@ -72,8 +72,8 @@ static inline BD_HOST_DEVICE int bd_red_fold_of(int kind)
 
 /* Max and min that keep a NaN once seen (numpy's maximum.reduce, onnx's
  * reference): a NaN anywhere in the reduced values is the answer. */
-#define BD_RED_MAX2(a, b) ((b) > (a) || (b) != (b) ? (b) : (a))
-#define BD_RED_MIN2(a, b) ((b) < (a) || (b) != (b) ? (b) : (a))
+#define BD_RED_MAX2(a, b) ((((b) > (a)) | ((b) != (b))) ? (b) : (a))
+#define BD_RED_MIN2(a, b) ((((b) < (a)) | ((b) != (b))) ? (b) : (a))
 
 /* The shift of LogSumExp: the output's maximum, or 0 when that maximum is
  * not finite (all values -inf gives log(0) = -inf, a +inf gives +inf, and a

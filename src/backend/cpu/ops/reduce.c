@@ -21,6 +21,7 @@
 #include "ops/reduce.h"
 #include "util/dtype.h"
 #include "vmath.h"
+#include "vrow.h"
 
 /* The input seen as groups of merged dims, outermost first: sizes, input
  * strides (the innermost is 1) and output strides (0 for a reduced group). */
@@ -36,12 +37,24 @@ typedef void (*fold_fn)(const void *x, void *acc, const double *shift, const red
 typedef void (*init_fn)(void *acc, int64_t n);
 typedef void (*comb_fn)(void *acc, const void *parts, int64_t n); /* acc[0] folds parts[0..n) */
 
+/* Rows folded by vrow.h (ROW argument of DEF_FOLD; NO: the generic lanes). */
+#define NO 0
+#define NO_ROW(x, n, a) (a)
+#define MAX_FLOAT_ROW(x, n, a) BD_RED_MAX2(a, bd_row_extf(x, n, -INFINITY, 0))
+#define MIN_FLOAT_ROW(x, n, a) BD_RED_MIN2(a, bd_row_extf(x, n, INFINITY, 1))
+#define MAX_DOUBLE_ROW(x, n, a) BD_RED_MAX2(a, bd_row_extd(x, n, -INFINITY, 0))
+#define MIN_DOUBLE_ROW(x, n, a) BD_RED_MIN2(a, bd_row_extd(x, n, INFINITY, 1))
+#define MAX_FLOAT 1
+#define MIN_FLOAT 1
+#define MAX_DOUBLE 1
+#define MIN_DOUBLE 1
+
 #define C_ADD(a, b) ((a) + (b))
 #define C_MUL(a, b) ((a) * (b))
 #define C_MAX(a, b) BD_RED_MAX2(a, b)
 #define C_MIN(a, b) BD_RED_MIN2(a, b)
 
-#define DEF_FOLD(NAME, T, A, L, IDENT, MAP, COMB)                                                  \
+#define DEF_FOLD(NAME, T, A, L, IDENT, MAP, COMB, ROW)                                                \
     static void fold_##NAME(const void *vx, void *vacc, const double *shift, const red_geom *g)    \
     {                                                                                              \
         const T *x = vx;                                                                           \
@@ -55,14 +68,18 @@ typedef void (*comb_fn)(void *acc, const void *parts, int64_t n); /* acc[0] fold
             if (g->inner_reduced) { /* 8 lanes: vectorizable, the same on any thread count */      \
                 double sh = shift ? shift[oo] : 0.0;                                               \
                 (void)sh;                                                                          \
-                L l[8];                                                                            \
                 A a = acc[oo];                                                                     \
-                int64_t i = 0;                                                                     \
-                for (int q = 0; q < 8; q++) l[q] = (L)(IDENT);                                     \
-                for (; i + 8 <= len; i += 8)                                                       \
-                    for (int q = 0; q < 8; q++) l[q] = COMB(l[q], (L)MAP(xr[i + q], sh));          \
-                for (; i < len; i++) a = COMB(a, (A)MAP(xr[i], sh));                               \
-                for (int q = 0; q < 8; q++) a = COMB(a, (A)l[q]);                                  \
+                if (ROW) { /* a vector-extension row (vrow.h) */                                   \
+                    a = (A)ROW##_ROW(xr, len, a);                                                 \
+                } else {                                                                           \
+                    L l[8];                                                                        \
+                    int64_t i = 0;                                                                 \
+                    for (int q = 0; q < 8; q++) l[q] = (L)(IDENT);                                 \
+                    for (; i + 8 <= len; i += 8)                                                   \
+                        for (int q = 0; q < 8; q++) l[q] = COMB(l[q], (L)MAP(xr[i + q], sh));      \
+                    for (; i < len; i++) a = COMB(a, (A)MAP(xr[i], sh));                           \
+                    for (int q = 0; q < 8; q++) a = COMB(a, (A)l[q]);                              \
+                }                                                                                  \
                 acc[oo] = a;                                                                       \
             } else {                                                                               \
                 A *ar = acc + oo;                                                                  \
@@ -107,23 +124,23 @@ typedef void (*comb_fn)(void *acc, const void *parts, int64_t n); /* acc[0] fold
 
 /* Floats: every accumulator a double (max and min fold in T's lanes). */
 #define FLOAT_FOLDS(T, N, MEXP)                                                                    \
-    DEF_FOLD(SUM_##N, T, double, double, 0, M_D, C_ADD)                                            \
-    DEF_FOLD(PROD_##N, T, double, double, 1, M_D, C_MUL)                                           \
-    DEF_FOLD(MAX_##N, T, double, T, -INFINITY, M_ID, C_MAX)                                        \
-    DEF_FOLD(MIN_##N, T, double, T, INFINITY, M_ID, C_MIN)                                         \
-    DEF_FOLD(ABS_##N, T, double, double, 0, M_ABS_D, C_ADD)                                        \
-    DEF_FOLD(SQ_##N, T, double, double, 0, M_SQ_D, C_ADD)                                          \
-    DEF_FOLD(EXP_##N, T, double, double, 0, MEXP, C_ADD)
+    DEF_FOLD(SUM_##N, T, double, double, 0, M_D, C_ADD, NO)                                        \
+    DEF_FOLD(PROD_##N, T, double, double, 1, M_D, C_MUL, NO)                                       \
+    DEF_FOLD(MAX_##N, T, double, T, -INFINITY, M_ID, C_MAX, MAX_##N)                               \
+    DEF_FOLD(MIN_##N, T, double, T, INFINITY, M_ID, C_MIN, MIN_##N)                                \
+    DEF_FOLD(ABS_##N, T, double, double, 0, M_ABS_D, C_ADD, NO)                                    \
+    DEF_FOLD(SQ_##N, T, double, double, 0, M_SQ_D, C_ADD, NO)                                      \
+    DEF_FOLD(EXP_##N, T, double, double, 0, MEXP, C_ADD, NO)
 /* Integers: sums and products wrap in uint64 (as in T: the low bits agree),
  * max and min in int64 or uint64, LogSumExp's exponentials in double. */
 #define INT_FOLDS(T, N, MAXA, LO, HI, MABS)                                                        \
-    DEF_FOLD(SUM_##N, T, uint64_t, uint64_t, 0, M_U, C_ADD)                                        \
-    DEF_FOLD(PROD_##N, T, uint64_t, uint64_t, 1, M_U, C_MUL)                                       \
-    DEF_FOLD(MAX_##N, T, MAXA, T, LO, M_ID, C_MAX)                                                 \
-    DEF_FOLD(MIN_##N, T, MAXA, T, HI, M_ID, C_MIN)                                                 \
-    DEF_FOLD(ABS_##N, T, uint64_t, uint64_t, 0, MABS, C_ADD)                                       \
-    DEF_FOLD(SQ_##N, T, uint64_t, uint64_t, 0, M_SQ_U, C_ADD)                                      \
-    DEF_FOLD(EXP_##N, T, double, double, 0, M_EXP_D, C_ADD)
+    DEF_FOLD(SUM_##N, T, uint64_t, uint64_t, 0, M_U, C_ADD, NO)                                    \
+    DEF_FOLD(PROD_##N, T, uint64_t, uint64_t, 1, M_U, C_MUL, NO)                                   \
+    DEF_FOLD(MAX_##N, T, MAXA, T, LO, M_ID, C_MAX, NO)                                             \
+    DEF_FOLD(MIN_##N, T, MAXA, T, HI, M_ID, C_MIN, NO)                                             \
+    DEF_FOLD(ABS_##N, T, uint64_t, uint64_t, 0, MABS, C_ADD, NO)                                   \
+    DEF_FOLD(SQ_##N, T, uint64_t, uint64_t, 0, M_SQ_U, C_ADD, NO)                                  \
+    DEF_FOLD(EXP_##N, T, double, double, 0, M_EXP_D, C_ADD, NO)
 
 FLOAT_FOLDS(float, FLOAT, M_EXP_F)
 FLOAT_FOLDS(double, DOUBLE, M_EXP_D)
