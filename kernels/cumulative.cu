@@ -49,6 +49,8 @@ extern "C" braid_status bd_cuda_cumulative(const bd_cuda_kernel *k)
     const bd_tensor *x = &k->in[0];
     int axis;
     if (!p) return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "cumulative parameters were not parsed");
+    if (k->node->op != BD_OP_CumSum && k->node->op != BD_OP_CumProd)
+        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the cumulative family", k->node->op_type);
     /* The axis is read from its plan-time host copy. */
     bd_tensor hv[2];
     bd_cu_host_view(k, hv, 2);

@@ -112,6 +112,11 @@ extern "C" braid_status bd_cuda_layernorm(const bd_cuda_kernel *k)
     int axis;
     int64_t rows, cols;
     if (!p) return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "attributes were not parsed");
+    switch (k->node->op) {
+    case BD_OP_LayerNormalization: case BD_OP_RMSNormalization: case BD_OP_MS_SkipLayerNormalization:
+    case BD_OP_MS_SkipSimplifiedLayerNormalization: break;
+    default: return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the layernorm family", k->node->op_type);
+    }
     braid_status st = bd_layernorm_rows(k->node, x, &axis, &rows, &cols, k->err);
     if (st) return st;
     int gamma = p->skip ? 2 : 1, beta = p->skip ? bd_skip_beta_index(p->simplified) : 2;

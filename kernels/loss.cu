@@ -117,6 +117,8 @@ extern "C" braid_status bd_cuda_loss(const bd_cuda_kernel *k)
     const bd_loss_params *p = (const bd_loss_params *)k->node->params;
     const bd_tensor *x = &k->in[0];
     if (!p) return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "loss parameters were not parsed");
+    if (k->node->op != BD_OP_NegativeLogLikelihoodLoss && k->node->op != BD_OP_SoftmaxCrossEntropyLoss)
+        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the loss family", k->node->op_type);
     loss_args a;
     int64_t n;
     bd_loss_dims(x, &n, &a.c, &a.d);

@@ -276,9 +276,10 @@ template <class S> static braid_status run(const bd_cuda_kernel *k)
                 xd, yd, blocks, c, G, plane, per_group, q, *p);
         break;
     }
-    default: /* LRN */
+    case BD_OP_LRN:
         if (total > 0) k_lrn<S><<<bd_cu_grid(total), BD_CU_BLOCK, 0, k->stream>>>(xd, yd, total, c, plane, *p);
         break;
+    default: return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the norm family", k->node->op_type);
     }
     return BRAID_OK;
 }
