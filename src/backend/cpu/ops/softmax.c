@@ -50,15 +50,12 @@ enum { SM_SOFTMAX, SM_LOG, SM_HARD };
             if (inner == 1) {                                                                      \
                 T mx = ROWMAX_##M(x, n), s[8] = {0}, sum = 0;                                      \
                 int64_t j = 0;                                                                     \
-                if (mode == SM_LOG) {                                                              \
-                    for (; j + 8 <= n; j += 8)                                                     \
-                        for (int l = 0; l < 8; l++) s[l] += VEXP_##M(x[j + l] - mx);               \
-                    for (; j < n; j++) sum += VEXP_##M(x[j] - mx);                                 \
-                } else {                                                                           \
-                    for (; j + 8 <= n; j += 8)                                                     \
-                        for (int l = 0; l < 8; l++) s[l] += (o[j + l] = VEXP_##M(x[j + l] - mx));  \
-                    for (; j < n; j++) sum += (o[j] = VEXP_##M(x[j] - mx));                        \
-                }                                                                                  \
+                /* exp into o (the output is scratch for LogSoftmax), then its sum in  */          \
+                /* 8 lanes: two flat loops keep the exp's registers free of the sum   */           \
+                for (int64_t t = 0; t < n; t++) o[t] = VEXP_##M(x[t] - mx);                        \
+                for (; j + 8 <= n; j += 8)                                                         \
+                    for (int l = 0; l < 8; l++) s[l] += o[j + l];                                  \
+                for (; j < n; j++) sum += o[j];                                                    \
                 for (int l = 0; l < 8; l++) sum += s[l];                                           \
                 if (mode == SM_LOG) {                                                              \
                     T lse = mx + log##M(sum);                                                      \
