@@ -59,6 +59,19 @@ static void test_order(void)
     const int64_t sy[] = {2, 3, 0, 1};
     for (int i = 0; i < 4; i++) CHECK_EQ_INT(((int64_t *)out[1].data)[i], sy[i]);
     done(&n, out);
+    /* an Indices output the graph leaves out has no memory (the executors pass
+     * NULL): the values are still written */
+    CHECK_EQ_INT(topk(&in, 2, 0, 1, out, &e, &n, a), BRAID_OK);
+    void *keep = out[1].data;
+    memset(out[0].data, 0, 2 * sizeof(float));
+    out[1].data = NULL;
+    int64_t kv = 2;
+    bd_tensor kin[2] = {in, ints1(&kv, 1)};
+    bd_kernel kk = {.node = &n, .in = kin, .n_in = 2, .out = out, .n_out = 2, .threads = 1, .err = &e};
+    CHECK_EQ_INT(bd_cpu_run(&kk), BRAID_OK);
+    CHECK(((float *)out[0].data)[0] == 3 && ((float *)out[0].data)[1] == 3);
+    out[1].data = keep;
+    done(&n, out);
     /* K = 0: empty outputs */
     CHECK_EQ_INT(topk(&in, 0, 0, 1, out, &e, &n, a), BRAID_OK);
     CHECK_EQ_INT(bd_numel(&out[0]), 0);

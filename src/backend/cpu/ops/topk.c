@@ -85,10 +85,11 @@ static void topk_range(void *vj, int64_t begin, int64_t end)
         }
         qsort(p, (size_t)m, sizeof *p, pair_cmp);
         int64_t obase = b * k * inner + i;
-        for (int64_t r = 0; r < k; r++) {
-            memcpy(j->vals + (size_t)(obase + r * inner) * es,
-                   (const char *)j->x->data + (size_t)(base + p[r].idx * inner) * es, es);
-            j->idx[obase + r * inner] = p[r].idx;
+        for (int64_t r = 0; r < k; r++) { /* an output the graph leaves out has no memory */
+            if (j->vals)
+                memcpy(j->vals + (size_t)(obase + r * inner) * es,
+                       (const char *)j->x->data + (size_t)(base + p[r].idx * inner) * es, es);
+            if (j->idx) j->idx[obase + r * inner] = p[r].idx;
         }
     }
     bd_free(p);
