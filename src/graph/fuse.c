@@ -102,7 +102,8 @@ static int affine_of(const bd_graph *g, const bd_node *r, int v, int R, int64_t 
         int k = r->in[0] == v ? 1 : 0;
         return r->op == BD_OP_Mul ? channel_const(g, r->in[k], R, C, s, ss) : channel_const(g, r->in[k], R, C, t, ts);
     }
-    if (r->op == BD_OP_BatchNormalization && r->n_in == 5 && r->in[0] == v && r->params) {
+    if (r->op == BD_OP_BatchNormalization && r->n_in == 5 && r->in[0] == v && r->params &&
+        !((const bd_norm_params *)r->params)->training) { /* training mode normalizes by the batch */
         const float *sc, *b, *mean, *var;
         int s1, s2, s3, s4;
         if (!channel_const(g, r->in[1], 2, C, &sc, &s1) || !channel_const(g, r->in[2], 2, C, &b, &s2) ||

@@ -1,5 +1,6 @@
 /* softmax.c: attribute parsing, dtype checks, shape inference and cost of the
- * softmax op family (Softmax, LogSoftmax). */
+ * softmax op family (Softmax, LogSoftmax, Hardmax): before opset 13 the input
+ * is coerced to 2-D at `axis`, from 13 on one axis is normalized. */
 #include "softmax.h"
 
 #include "ops.h"
@@ -21,10 +22,11 @@ braid_status bd_softmax_infer(const bd_node *n, const bd_tensor *in, bd_tensor *
 {
     const bd_softmax_params *p = n->params;
     braid_status st;
-    if (in[0].dtype != BRAID_DTYPE_FLOAT && in[0].dtype != BRAID_DTYPE_DOUBLE)
-        return BD_FAIL(e, in[0].dtype == BRAID_DTYPE_FLOAT16 ? BRAID_ERR_UNSUPPORTED : BRAID_ERR_DTYPE,
-                       "input has dtype %s; %s takes float32 or float64",
-                       bd_dtype_name(in[0].dtype), n->op_type);
+    int dt = in[0].dtype;
+    if (dt != BRAID_DTYPE_FLOAT && dt != BRAID_DTYPE_DOUBLE && dt != BRAID_DTYPE_FLOAT16 &&
+        !(dt == BRAID_DTYPE_BFLOAT16 && n->opset >= 13))
+        return BD_FAIL(e, BRAID_ERR_DTYPE, "input has dtype %s; %s (opset %d) takes float16, float32, float64%s",
+                       bd_dtype_name(dt), n->op_type, n->opset, n->opset >= 13 ? " or bfloat16" : "");
     if (in[0].rank >= 0) {
         int axis;
         /* Opset < 13 allows axis == rank (a trailing block of one element). */

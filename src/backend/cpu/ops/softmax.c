@@ -1,6 +1,11 @@
-/* softmax.c: CPU kernels of the softmax op family. The input is read as
- * (outer, n, inner) with the normalized axis in the middle; each of the
- * outer * inner lines is normalized after subtracting its maximum. */
+/* softmax.c: CPU kernels of the softmax op family (Softmax, LogSoftmax,
+ * Hardmax). The input is read as (outer, n, inner) with the normalized
+ * elements along n (ops/softmax.c: one axis from opset 13, the trailing block
+ * from `axis` before); each of the outer * inner lines is normalized after
+ * subtracting its maximum. Rows (inner == 1) take three passes: the max (8
+ * lanes, vrow.h), exp and its sum in one, then the scale. float16 and
+ * bfloat16 are computed in float32 and rounded once. Outer blocks are split
+ * over threads; every line is done by one thread in a fixed order. */
 /* Vectorize the flat loops even in -O2 builds (GCC 12 at -O2 vectorizes only
  * loops whose trip count is known); selects and sqrt need no FP traps/errno. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -13,70 +18,65 @@
 #include <math.h>
 
 #include "ops/softmax.h"
+#include "util/dtype.h"
 #include "vmath.h"
+#include "vrow.h"
+
+enum { SM_SOFTMAX, SM_LOG, SM_HARD };
 
 #define VEXP_f bd_vexpf
 #define VEXP_ exp
+#define ROWMAX_f(x, n) bd_row_extf(x, n, -INFINITY, 0)
+#define ROWMAX_(x, n) bd_row_extd(x, n, -INFINITY, 0)
 
-/* Max and sum of a row in 8 lanes, so that the compiler vectorizes them
- * without reassociating (no -ffast-math). */
-#define DEF_ROW_REDUCE(T, N)                                                                       \
-    static T row_max_##N(const T *x, int64_t n)                                                    \
-    {                                                                                              \
-        T m[8], r = -INFINITY;                                                                     \
-        int64_t j = 0;                                                                             \
-        for (int l = 0; l < 8; l++) m[l] = -INFINITY;                                              \
-        for (; j + 8 <= n; j += 8)                                                                 \
-            for (int l = 0; l < 8; l++) m[l] = x[j + l] > m[l] ? x[j + l] : m[l];                  \
-        for (; j < n; j++) r = x[j] > r ? x[j] : r;                                                \
-        for (int l = 0; l < 8; l++) r = m[l] > r ? m[l] : r;                                       \
-        return r;                                                                                  \
-    }                                                                                              \
-    static T row_sum_##N(const T *x, int64_t n)                                                    \
-    {                                                                                              \
-        T s[8] = {0}, r = 0;                                                                       \
-        int64_t j = 0;                                                                             \
-        for (; j + 8 <= n; j += 8)                                                                 \
-            for (int l = 0; l < 8; l++) s[l] += x[j + l];                                          \
-        for (; j < n; j++) r += x[j];                                                              \
-        for (int l = 0; l < 8; l++) r += s[l];                                                     \
-        return r;                                                                                  \
-    }
-DEF_ROW_REDUCE(float, FLOAT)
-DEF_ROW_REDUCE(double, DOUBLE)
-
-/* One (n, inner) block per outer index. inner == 1 runs row by row; else the
- * max and sum of every line are kept in tmp (2 * inner) so that memory is
- * walked contiguously. */
+/* One (n, inner) block per outer index. Rows (inner == 1) run row by row;
+ * otherwise the max and sum of every line are kept in tmp (2 * inner) so that
+ * memory is walked contiguously. Hardmax writes 1 at each line's first
+ * maximum (a NaN counts as the maximum, as numpy's argmax) and 0 elsewhere. */
 #define DEF_SOFTMAX(T, N, M)                                                                       \
-    static void softmax_##N(const T *x, T *o, int64_t outer, int64_t n, int64_t inner, int log_,  \
+    static void softmax_##N(const T *x, T *o, int64_t outer, int64_t n, int64_t inner, int mode,   \
                             T *tmp)                                                                \
     {                                                                                              \
         for (int64_t b = 0; b < outer; b++, x += n * inner, o += n * inner) {                      \
+            if (mode == SM_HARD) {                                                                 \
+                for (int64_t i = 0; i < inner; i++) {                                              \
+                    int64_t best = 0;                                                              \
+                    for (int64_t j = 1; j < n; j++)                                                \
+                        if (BD_ARG_TAKES(x[j * inner + i], x[best * inner + i], 0, 0)) best = j;   \
+                    for (int64_t j = 0; j < n; j++) o[j * inner + i] = (T)(j == best);             \
+                }                                                                                  \
+                continue;                                                                          \
+            }                                                                                      \
             if (inner == 1) {                                                                      \
-                T mx = row_max_##N(x, n);                                                          \
-                for (int64_t j = 0; j < n; j++) o[j] = VEXP_##M(x[j] - mx);                        \
-                T sum = row_sum_##N(o, n);                                                         \
-                if (log_) {                                                                        \
-                    T l = mx + log##M(sum);                                                        \
-                    for (int64_t j = 0; j < n; j++) o[j] = x[j] - l;                               \
+                T mx = ROWMAX_##M(x, n), s[8] = {0}, sum = 0;                                      \
+                int64_t j = 0;                                                                     \
+                /* exp into o (the output is scratch for LogSoftmax), then its sum in  */          \
+                /* 8 lanes: two flat loops keep the exp's registers free of the sum   */           \
+                for (int64_t t = 0; t < n; t++) o[t] = VEXP_##M(x[t] - mx);                        \
+                for (; j + 8 <= n; j += 8)                                                         \
+                    for (int l = 0; l < 8; l++) s[l] += o[j + l];                                  \
+                for (; j < n; j++) sum += o[j];                                                    \
+                for (int l = 0; l < 8; l++) sum += s[l];                                           \
+                if (mode == SM_LOG) {                                                              \
+                    T lse = mx + log##M(sum);                                                      \
+                    for (j = 0; j < n; j++) o[j] = x[j] - lse;                                     \
                 } else {                                                                           \
                     T r = (T)1 / sum;                                                              \
-                    for (int64_t j = 0; j < n; j++) o[j] *= r;                                     \
+                    for (j = 0; j < n; j++) o[j] *= r;                                             \
                 }                                                                                  \
                 continue;                                                                          \
             }                                                                                      \
             T *mx = tmp, *sum = tmp + inner;                                                       \
-            for (int64_t i = 0; i < inner; i++) { mx[i] = -INFINITY; sum[i] = 0; }                 \
+            for (int64_t i = 0; i < inner; i++) {                                                  \
+                mx[i] = -INFINITY;                                                                 \
+                sum[i] = 0;                                                                        \
+            }                                                                                      \
             for (int64_t j = 0; j < n; j++)                                                        \
-                for (int64_t i = 0; i < inner; i++) {                                              \
-                    T v = x[j * inner + i];                                                        \
-                    mx[i] = v > mx[i] ? v : mx[i];                                                 \
-                }                                                                                  \
+                for (int64_t i = 0; i < inner; i++) mx[i] = BD_RED_MAX2(mx[i], x[j * inner + i]); \
             for (int64_t j = 0; j < n; j++)                                                        \
                 for (int64_t i = 0; i < inner; i++)                                                \
                     sum[i] += (o[j * inner + i] = VEXP_##M(x[j * inner + i] - mx[i]));             \
-            if (log_) {                                                                            \
+            if (mode == SM_LOG) {                                                                  \
                 for (int64_t i = 0; i < inner; i++) sum[i] = mx[i] + log##M(sum[i]);               \
                 for (int64_t j = 0; j < n; j++)                                                    \
                     for (int64_t i = 0; i < inner; i++) o[j * inner + i] = x[j * inner + i] - sum[i]; \
@@ -91,7 +91,7 @@ DEF_SOFTMAX(float, FLOAT, f)
 DEF_SOFTMAX(double, DOUBLE, )
 
 typedef struct sm_job {
-    int dtype, log_;
+    int dtype, mode; /* dtype: FLOAT or DOUBLE (the 16-bit types were widened) */
     const char *x;
     char *o;
     int64_t n, inner;
@@ -104,31 +104,55 @@ static void sm_range(void *vj, int64_t begin, int64_t end)
     sm_job *j = vj;
     size_t esz = bd_dtype_size(j->dtype), off = (size_t)(begin * j->n * j->inner) * esz;
     void *tmp = NULL;
-    if (j->inner > 1 && !(tmp = bd_malloc(2 * (size_t)j->inner * esz))) {
+    if (j->inner > 1 && j->mode != SM_HARD && !(tmp = bd_malloc(2 * (size_t)j->inner * esz))) {
         j->failed = 1;
         return;
     }
     if (j->dtype == BRAID_DTYPE_FLOAT)
-        softmax_FLOAT((const float *)(j->x + off), (float *)(j->o + off), end - begin, j->n,
-                      j->inner, j->log_, tmp);
+        softmax_FLOAT((const float *)(j->x + off), (float *)(j->o + off), end - begin, j->n, j->inner, j->mode,
+                      tmp);
     else
-        softmax_DOUBLE((const double *)(j->x + off), (double *)(j->o + off), end - begin, j->n,
-                       j->inner, j->log_, tmp);
+        softmax_DOUBLE((const double *)(j->x + off), (double *)(j->o + off), end - begin, j->n, j->inner,
+                       j->mode, tmp);
     bd_free(tmp);
 }
 
 braid_status bd_cpu_softmax(const bd_kernel *k)
 {
+    braid_status st = BRAID_OK;
     const bd_tensor *x = &k->in[0];
-    if (x->dtype != BRAID_DTYPE_FLOAT && x->dtype != BRAID_DTYPE_DOUBLE)
+    int dt = x->dtype, half = dt == BRAID_DTYPE_FLOAT16 || dt == BRAID_DTYPE_BFLOAT16;
+    float *wide = NULL;
+    if (dt != BRAID_DTYPE_FLOAT && dt != BRAID_DTYPE_DOUBLE && !half)
         return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "%s has no CPU kernel for dtype %s",
-                       k->node->op_type, bd_dtype_name(x->dtype));
+                       k->node->op_type, bd_dtype_name(dt));
     int64_t outer, n, inner;
-    braid_status st = bd_softmax_geometry(k->node, x, &outer, &n, &inner, k->err);
-    if (st) return st;
-    if (outer * n * inner == 0) return BRAID_OK;
-    sm_job j = {x->dtype, k->node->op == BD_OP_LogSoftmax, x->data, k->out[0].data, n, inner, 0};
+    if ((st = bd_softmax_geometry(k->node, x, &outer, &n, &inner, k->err))) return st;
+    int64_t total = outer * n * inner;
+    if (total == 0) return BRAID_OK;
+    int mode = k->node->op == BD_OP_LogSoftmax ? SM_LOG : k->node->op == BD_OP_Hardmax ? SM_HARD : SM_SOFTMAX;
+    sm_job j = {half ? BRAID_DTYPE_FLOAT : dt, mode, x->data, k->out[0].data, n, inner, 0};
+    if (half) { /* x widened into the first half of wide, the result in the second */
+        const uint16_t *h = x->data;
+        wide = bd_malloc(2 * (size_t)total * sizeof *wide);
+        BD_CHECK_ALLOC(k->err, wide);
+        for (int64_t i = 0; i < total; i++)
+            wide[i] = dt == BRAID_DTYPE_FLOAT16 ? bd_half_to_float_hd(h[i]) : bd_bf16_to_float(h[i]);
+        j.x = (const char *)wide;
+        j.o = (char *)(wide + total);
+    }
     bd_parallel_for(k->threads, outer, BD_MAX((int64_t)1, (1 << 15) / (n * inner)), sm_range, &j);
-    if (j.failed) return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
-    return BRAID_OK;
+    if (j.failed) {
+        st = BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+        goto fail;
+    }
+    if (half) {
+        uint16_t *h = k->out[0].data;
+        const float *r = wide + total;
+        for (int64_t i = 0; i < total; i++)
+            h[i] = dt == BRAID_DTYPE_FLOAT16 ? bd_float_to_half(r[i]) : bd_float_to_bf16(r[i]);
+    }
+fail:
+    bd_free(wide);
+    return st;
 }
