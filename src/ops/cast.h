@@ -9,9 +9,11 @@
  * - integer to integer keeps the low bits (two's complement), sign-extended
  *   for the signed 2- and 4-bit types;
  * - to bool: nonzero (NaN too) is true;
- * - to a float type: rounded once to nearest even: a double (or an integer
- *   beyond 2^24) first becomes a float rounded to odd, which then rounds to
- *   the narrow type exactly as the direct rounding would;
+ * - to a float type: to nearest even. float16 rounds a double once, as numpy
+ *   does (the double first becomes a float rounded to odd, which then rounds
+ *   to float16 exactly as the direct rounding would); bfloat16, float8,
+ *   float4 and float6 round a double to float first, then to the type, as
+ *   ml_dtypes does (1 + 2^-8 + 2^-40 gives bfloat16 1, not 1 + 2^-7);
  * - the float8 kinds saturate to their largest finite value when saturate=1
  *   (infinities too, NaN stays NaN); float8e8m0 rounds by round_mode. */
 #ifndef BD_CAST_H
@@ -133,9 +135,16 @@ static inline BD_HOST_DEVICE void bd_cast_store(int dt, void *p, int64_t i, bd_c
     case BRAID_DTYPE_INT2: ((int8_t *)p)[i] = (int8_t)((int)(bits & 3u) - ((bits & 2u) ? 4 : 0)); break;
     case BRAID_DTYPE_UINT4: ((uint8_t *)p)[i] = (uint8_t)(bits & 15u); break;
     case BRAID_DTYPE_UINT2: ((uint8_t *)p)[i] = (uint8_t)(bits & 3u); break;
-    default: /* float16, bfloat16, float8, float4, float6, float8e8m0 */
-        bd_cast_store_narrow(dt, p, i, bd_cast_f64_to_f32_odd(bd_cast_as_f64(v)), saturate, mode);
+    default: { /* float16, bfloat16, float8, float4, float6, float8e8m0 */
+        double d = bd_cast_as_f64(v);
+        if (saturate && dt >= BRAID_DTYPE_FLOAT8E4M3FN && dt <= BRAID_DTYPE_FLOAT8E5M2FNUZ) {
+            bd_mf_format f = bd_minifloat_format(dt, 0); /* clamp in double: 1e39 is not inf first */
+            double m = bd_minifloat_max(&f);
+            d = d > m ? m : d < -m ? -m : d;
+        }
+        bd_cast_store_narrow(dt, p, i, dt == BRAID_DTYPE_FLOAT16 ? bd_cast_f64_to_f32_odd(d) : (float)d, saturate, mode);
         break;
+    }
     }
 }
 

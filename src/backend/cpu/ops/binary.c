@@ -78,9 +78,10 @@ typedef struct bin_ctx {
 #define MOD_F(T, M) bd_bin_mod_##M(x, y, c->fmod)
 #define MOD_S(T, M) (T)bd_bin_mod_i(x, y, c->fmod)
 #define MOD_U(T, M) (T)bd_bin_mod_u(x, y)
-#define PRELU_F(T, M) (x < 0 ? x * y : x)
-#define PRELU_S(T, M) (x < 0 ? (T)((uint64_t)x * (uint64_t)y) : x)
-#define PRELU_U(T, M) ((void)y, x)
+/* x > 0 ? x : x * slope, as onnx's reference: 0 * inf and NaN give NaN */
+#define PRELU_F(T, M) (x > 0 ? x : x * y)
+#define PRELU_S(T, M) (x > 0 ? x : (T)((uint64_t)x * (uint64_t)y))
+#define PRELU_U PRELU_S
 #define MAX_F(T, M) bd_bin_max_##M(x, y)
 #define MIN_F(T, M) bd_bin_min_##M(x, y)
 #define MAX_S(T, M) (x > y ? x : y)

@@ -85,8 +85,9 @@ LIBM(sinh) LIBM(cosh) LIBM(asinh) LIBM(acosh) LIBM(atanh)
 #define TRIG(fn) fn##_f
 #define CLIP_f(T, S) bd_un_clip_##S(v, (T)c->lo.f, (T)c->hi.f)
 #define CLIP_d CLIP_f
-#define CLIP_i(T, S) (v < (T)c->lo.i ? (T)c->lo.i : v > (T)c->hi.i ? (T)c->hi.i : v)
-#define CLIP_u(T, S) (v < (T)c->lo.u ? (T)c->lo.u : v > (T)c->hi.u ? (T)c->hi.u : v)
+/* max first, then min: lo > hi gives hi, as ONNX says */
+#define CLIP_i(T, S) ((v < (T)c->lo.i ? (T)c->lo.i : v) > (T)c->hi.i ? (T)c->hi.i : (v < (T)c->lo.i ? (T)c->lo.i : v))
+#define CLIP_u(T, S) ((v < (T)c->lo.u ? (T)c->lo.u : v) > (T)c->hi.u ? (T)c->hi.u : (v < (T)c->lo.u ? (T)c->lo.u : v))
 #define ISNAN_f(T, S) (uint8_t)(v != v)
 #define ISNAN_d ISNAN_f
 #define ISINF_f(T, S) bd_un_isinf_##S(v, c->neg, c->pos)
