@@ -147,10 +147,30 @@ static void test_clip(void)
     done(&n, &out);
 }
 
+/* Every step-th element of a whole-array run (the vector loop) has the bits
+ * of the same element run alone (the scalar tail). */
+static int same_alone(int op, const float *x, const float *y, int n, int step)
+{
+    int ok = 1;
+    bd_err e = {0};
+    for (int i = 0; i < n; i += step) {
+        bd_tensor in = {F32, 1, {1}, (void *)&x[i]}, out = {0};
+        bd_node nd = op_node(op, 13, 1, 1, NULL, 0);
+        if (run(&nd, &in, &out, &e) != BRAID_OK) return 0;
+        float a = ((float *)out.data)[0];
+        if (memcmp(&a, &y[i], sizeof a) != 0) {
+            fprintf(stderr, "%s(%.9g): %.9g alone, %.9g in a vector\n", nd.op_type, x[i], a, y[i]);
+            ok = 0;
+        }
+        done(&nd, &out);
+    }
+    return ok;
+}
+
 /* The float32 Exp, Sigmoid, Tanh and Erf kernels use vectorizable
  * approximations: within 4 ulp of the double result on a sweep of [-30, 30]
- * (results below FLT_MIN excepted: they flush toward 0 as float32 libm does),
- * and exact on inf, NaN and -0. */
+ * (Tanh and Erf, rational fits: 7 ulp; results below FLT_MIN excepted: they
+ * flush toward 0 as float32 libm does), and exact on inf, NaN and -0. */
 static void test_fast_math_accuracy(void)
 {
     enum { N = 200001 };
@@ -171,8 +191,10 @@ static void test_fast_math_accuracy(void)
             double ulp = nextafterf(rf, INFINITY) - rf, err = fabs(g - r) / ulp;
             worst = err > worst ? err : worst;
         }
-        CHECK(worst <= 4);
-        if (worst > 4) fprintf(stderr, "%s: %.2f ulp\n", bd_op_table[ops[o]].name, worst);
+        double bound = o >= 2 ? 7 : 4;
+        CHECK(worst <= bound);
+        if (worst > bound) fprintf(stderr, "%s: %.2f ulp\n", bd_op_table[ops[o]].name, worst);
+        if (g_threads == 1) CHECK(same_alone(ops[o], x, out.data, N, 97));
         done(&n, &out);
         float sp[] = {INFINITY, -INFINITY, NAN, -0.0f, 100, -100};
         bd_tensor sin_ = {F32, 1, {6}, sp};
