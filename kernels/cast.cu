@@ -47,7 +47,9 @@ struct o_id {
 extern "C" braid_status bd_cuda_cast(const bd_cuda_kernel *k)
 {
     const bd_cast_params *p = (const bd_cast_params *)k->node->params;
-    int sd = k->in[0].dtype, dd = k->out[0].dtype;
+    int sd = k->in[0].dtype, dd = k->out[0].dtype; /* CastLike: dd is its second input's dtype */
+    if (k->node->op != BD_OP_Cast && k->node->op != BD_OP_CastLike)
+        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the cast family", k->node->op_type);
     int64_t n = bd_numel(&k->in[0]);
     size_t ss = bd_dtype_size(sd);
     if (!ss || !bd_dtype_size(dd) || sd == BRAID_DTYPE_STRING || dd == BRAID_DTYPE_STRING)

@@ -6,6 +6,7 @@
 #include "cast.h"
 
 #include <string.h>
+#include <strings.h>
 
 #include "ops.h"
 
@@ -21,6 +22,18 @@ static braid_status refuse(int dt, const char *what, bd_err *e)
     if (dt == BRAID_DTYPE_STRING || dt == BRAID_DTYPE_COMPLEX64 || dt == BRAID_DTYPE_COMPLEX128)
         return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "cast %s %s is not supported", what, bd_dtype_name(dt));
     return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "cast %s dtype %d, which is not an ONNX dtype", what, dt);
+}
+
+/* Cast-1 named its target by TensorProto.DataType's name ("FLOAT"): its
+ * number, or 0 when the name is none braid knows. */
+static int dtype_by_name(const char *s)
+{
+    static const char *const names[] = {"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32",
+                                        "INT64", "STRING", "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64",
+                                        "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+    for (int i = 1; s && i < (int)(sizeof names / sizeof *names); i++)
+        if (!strcasecmp(s, names[i])) return i;
+    return 0;
 }
 
 braid_status bd_cast_parse(bd_node *n, bd_err *e)
@@ -43,11 +56,20 @@ braid_status bd_cast_parse(bd_node *n, bd_err *e)
     }
     if (n->op == BD_OP_Cast) {
         int64_t to = 0;
-        if (!bd_node_attr(n, "to")) {
+        const bd_attr *a = bd_node_attr(n, "to");
+        if (!a) {
             st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'to' is required");
             goto fail;
         }
-        BD_TRY(bd_attr_int(n, "to", 0, &to, e));
+        if (a->type == BD_ATTR_STRING) { /* opset 1: the type's name */
+            if (!(to = dtype_by_name(a->s))) {
+                st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'to' is '%s', which names no ONNX dtype",
+                             a->s ? a->s : "");
+                goto fail;
+            }
+        } else {
+            BD_TRY(bd_attr_int(n, "to", 0, &to, e));
+        }
         if (to != (int)to || !castable((int)to)) {
             st = refuse((int)to, "to", e);
             goto fail;

@@ -441,6 +441,14 @@ static void test_variadic(void)
         CHECK(ok);
         done(&t.n, &out);
     }
+    /* com.microsoft BiasAdd: X (1,2,3) + bias (3,) + skip (1,2,3), added left to right */
+    float bx[6] = {1, 2, 3, 4, 5, 6}, bb[3] = {0.5f, -1, 10}, bs[6] = {100, 200, 300, 400, 500, 600};
+    bd_tensor bin[3] = {{F32, 3, {1, 2, 3}, bx}, {F32, 1, {3}, bb}, {F32, 3, {1, 2, 3}, bs}};
+    tnode_init(&t, BD_OP_MS_BiasAdd, 1, 3, 1);
+    t.n.domain = "com.microsoft";
+    CHECK_EQ_INT(run(&t.n, bin, &out, &e), BRAID_OK);
+    for (int i = 0; i < 6; i++) CHECK(((float *)out.data)[i] == (bx[i] + bb[i % 3]) + bs[i]);
+    done(&t.n, &out);
     /* one input: itself; int64 Min of two */
     tnode_init(&t, BD_OP_Sum, 13, 1, 1);
     CHECK_EQ_INT(run(&t.n, &in[2], &out, &e), BRAID_OK);

@@ -282,6 +282,18 @@ static void test_castlike_and_errors(void)
     attr_int(&t, "to", 99);
     CHECK_EQ_INT(run(&t.n, in, &out, &e), BRAID_ERR_INVALID_MODEL);
     done(&t.n, &out);
+    /* Cast-1 names its target: to="INT32" */
+    tnode_init(&t, BD_OP_Cast, 1, 1, 1);
+    attr_str(&t, "to", "INT32");
+    CHECK_EQ_INT(run(&t.n, in, &out, &e), BRAID_OK);
+    CHECK_EQ_INT(out.dtype, BRAID_DTYPE_INT32);
+    CHECK_EQ_INT(((int32_t *)out.data)[1], -2);
+    done(&t.n, &out);
+    tnode_init(&t, BD_OP_Cast, 1, 1, 1);
+    attr_str(&t, "to", "FLOAT99");
+    CHECK_EQ_INT(run(&t.n, in, &out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "'FLOAT99'");
+    done(&t.n, &out);
     /* an empty tensor */
     bd_tensor empty = {F32, 2, {3, 0}, f};
     tnode_init(&t, BD_OP_Cast, 25, 1, 1);

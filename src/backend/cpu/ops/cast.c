@@ -75,7 +75,9 @@ static void cast_generic(void *vj, int64_t begin, int64_t end)
 braid_status bd_cpu_cast(const bd_kernel *k)
 {
     const bd_cast_params *p = k->node->params;
-    int sd = k->in[0].dtype, dd = k->out[0].dtype;
+    int sd = k->in[0].dtype, dd = k->out[0].dtype; /* CastLike: dd is its second input's dtype */
+    if (k->node->op != BD_OP_Cast && k->node->op != BD_OP_CastLike)
+        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the cast family", k->node->op_type);
     int64_t n = bd_numel(&k->in[0]);
     size_t ss = bd_dtype_size(sd), ds = bd_dtype_size(dd);
     if (!ss || !ds || sd == BRAID_DTYPE_STRING || dd == BRAID_DTYPE_STRING)
