@@ -4,8 +4,9 @@
  * for float (_f: float32, and float16/bfloat16 computed in float, with the
  * vectorizable math of src/ops/vmath.h) and for double (_d: libm). The
  * formulas avoid cancellation: expm1 for Elu/Selu/Celu, Softplus as
- * max(x, 0) + log1p(exp(-|x|)), GELU's 1 + erf(z) as erfc(-z) and
- * 1 + tanh(y) as 2 sigmoid(2y), so the negative tails keep their digits. */
+ * max(x, 0) + log1p(exp(-|x|)), GELU's (1 + erf(z)) / 2 as the normal CDF
+ * in its tail form (vmath.h) and 1 + tanh(y) as 2 sigmoid(2y), so the
+ * negative tails keep their digits. */
 #ifndef BD_ACTIVATION_H
 #define BD_ACTIVATION_H
 
@@ -28,12 +29,12 @@ static inline BD_HOST_DEVICE float bd_act_exp_f(float x) { return bd_vexpf(x); }
 static inline BD_HOST_DEVICE float bd_act_expm1_f(float x) { return bd_vexpm1f(x); }
 static inline BD_HOST_DEVICE float bd_act_log1p_f(float x) { return bd_vlog1pf(x); }
 static inline BD_HOST_DEVICE float bd_act_tanh_f(float x) { return bd_vtanhf(x); }
-static inline BD_HOST_DEVICE float bd_act_erfc_f(float x) { return bd_verfcf(x); }
+static inline BD_HOST_DEVICE float bd_act_phi_f(float x) { return bd_vnormcdff(x); }
 static inline BD_HOST_DEVICE double bd_act_exp_d(double x) { return exp(x); }
 static inline BD_HOST_DEVICE double bd_act_expm1_d(double x) { return expm1(x); }
 static inline BD_HOST_DEVICE double bd_act_log1p_d(double x) { return log1p(x); }
 static inline BD_HOST_DEVICE double bd_act_tanh_d(double x) { return tanh(x); }
-static inline BD_HOST_DEVICE double bd_act_erfc_d(double x) { return erfc(x); }
+static inline BD_HOST_DEVICE double bd_act_phi_d(double x) { return 0.5 * erfc(x * -0.70710678118654752440); }
 
 /* The formulas over T with math suffix S. Selects, not fmax/fmin, so that a
  * NaN input gives NaN (as numpy's maximum does) and loops vectorize. */
@@ -57,11 +58,8 @@ static inline BD_HOST_DEVICE double bd_act_erfc_d(double x) { return erfc(x); }
         return x > 0 ? x : a * bd_act_expm1_##S(x / a);                                            \
     }                                                                                              \
     static inline BD_HOST_DEVICE T bd_act_thresh_##S(T x, T a) { return x > a ? x : (T)0; }        \
-    /* x Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2 */                                                 \
-    static inline BD_HOST_DEVICE T bd_act_gelu_##S(T x)                                            \
-    {                                                                                              \
-        return x * ((T)0.5 * bd_act_erfc_##S(x * (T)-0.70710678118654752440));                    \
-    }                                                                                              \
+    /* x Phi(x), Phi the normal CDF: erfc(-x / sqrt 2) / 2 */                                       \
+    static inline BD_HOST_DEVICE T bd_act_gelu_##S(T x) { return x * bd_act_phi_##S(x); }         \
     /* x (1 + tanh(y)) / 2 = x sigmoid(2y), y = sqrt(2 / pi) (x + 0.044715 x^3) */                \
     static inline BD_HOST_DEVICE T bd_act_gelu_tanh_##S(T x)                                       \
     {                                                                                              \
