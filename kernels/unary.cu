@@ -1,221 +1,146 @@
-/* unary.cu: CUDA kernels of the unary op family (activations, elementwise
- * math, Clip, Not, Cast), mirroring src/backend/cpu/ops/unary.c: one flat
- * grid-stride loop per op and dtype. */
-#include <cuda_fp16.h>
-#include <float.h>
+/* unary.cu: CUDA kernels of the unary op family (elementwise math, IsNaN,
+ * IsInf, Not, BitwiseNot, Clip), mirroring src/backend/cpu/ops/unary.c: one
+ * flat grid-stride map per op and dtype over the formulas of src/ops/unary.h;
+ * float16 and bfloat16 (and float8 for IsNaN/IsInf) computed in float. */
 #include <math.h>
 
 #include <limits>
 #include <type_traits>
 
-#include "common.cuh"
+#include "elementwise.cuh"
 
 extern "C" {
 #include "ops/unary.h"
 }
 
-/* ---- math by type -------------------------------------------------------- */
+/* ---- the shared formulas as float/double overloads --------------------------- */
 
-__device__ __forceinline__ float m_exp(float v) { return expf(v); }
-__device__ __forceinline__ double m_exp(double v) { return exp(v); }
-__device__ __forceinline__ float m_log(float v) { return logf(v); }
-__device__ __forceinline__ double m_log(double v) { return log(v); }
-__device__ __forceinline__ float m_sqrt(float v) { return sqrtf(v); }
-__device__ __forceinline__ double m_sqrt(double v) { return sqrt(v); }
-__device__ __forceinline__ float m_tanh(float v) { return tanhf(v); }
-__device__ __forceinline__ double m_tanh(double v) { return tanh(v); }
-__device__ __forceinline__ float m_erf(float v) { return erff(v); }
-__device__ __forceinline__ double m_erf(double v) { return erf(v); }
-__device__ __forceinline__ float m_floor(float v) { return floorf(v); }
-__device__ __forceinline__ double m_floor(double v) { return floor(v); }
-__device__ __forceinline__ float m_ceil(float v) { return ceilf(v); }
-__device__ __forceinline__ double m_ceil(double v) { return ceil(v); }
-__device__ __forceinline__ float m_fabs(float v) { return fabsf(v); }
-__device__ __forceinline__ double m_fabs(double v) { return fabs(v); }
-/* a * b + c rounded twice, never fused into an fma: the CPU's x86 build
- * rounds the product and the sum separately. */
-__device__ __forceinline__ float m_muladd(float a, float b, float c) { return __fadd_rn(__fmul_rn(a, b), c); }
-__device__ __forceinline__ double m_muladd(double a, double b, double c) { return __dadd_rn(__dmul_rn(a, b), c); }
+#define OVL(name)                                                                                  \
+    __device__ __forceinline__ float u_##name(float x) { return bd_un_##name##_f(x); }             \
+    __device__ __forceinline__ double u_##name(double x) { return bd_un_##name##_d(x); }
+OVL(exp) OVL(log) OVL(tanh) OVL(erf) OVL(round) OVL(sign)
+#undef OVL
 
-/* ---- element operations: T f(T v) with alpha/beta from the params -------- */
+/* CUDA's libm overloads take float and double alike. */
+#define LIBM(name)                                                                                 \
+    __device__ __forceinline__ float u_##name(float x) { return name##f(x); }                      \
+    __device__ __forceinline__ double u_##name(double x) { return name(x); }
+LIBM(sqrt) LIBM(floor) LIBM(ceil) LIBM(fabs) LIBM(sin) LIBM(cos) LIBM(tan) LIBM(asin) LIBM(acos) LIBM(atan)
+LIBM(sinh) LIBM(cosh) LIBM(asinh) LIBM(acosh) LIBM(atanh)
+#undef LIBM
 
-struct un_args {
-    float alpha, beta;
-};
+/* ---- element operations: C f(C v) over the compute type ------------------------ */
 
 #define UN_OP(NAME, EXPR)                                                                          \
     struct NAME {                                                                                  \
-        template <class T> __device__ __forceinline__ T operator()(T v, const un_args &c) const    \
-        {                                                                                          \
-            (void)c;                                                                               \
-            return (T)(EXPR);                                                                      \
-        }                                                                                          \
+        template <class C> __device__ __forceinline__ C operator()(C v) const { return EXPR; }     \
     };
-/* Integer Neg and Abs wrap at the most negative value, as the CPU does. */
-UN_OP(u_relu, v > 0 ? v : (T)0)
-UN_OP(u_neg, std::is_integral<T>::value ? (T)(0 - (uint64_t)v) : -v)
-UN_OP(u_abs, std::is_integral<T>::value ? (v < 0 ? (T)(0 - (uint64_t)v) : v) : (T)m_fabs((double)v))
-UN_OP(u_lrelu, v >= 0 ? v : v * (T)c.alpha)
-UN_OP(u_sigmoid, (T)1 / ((T)1 + m_exp(-v)))
-/* Clamp to [0, 1] with selects, as the CPU's UNIT does: a NaN stays NaN
- * (fmax/fmin would turn it into 0 or 1). */
-template <class T> __device__ __forceinline__ T unit_clamp(T y) { return y < (T)0 ? (T)0 : y > (T)1 ? (T)1 : y; }
-UN_OP(u_hsig, unit_clamp(m_muladd((T)c.alpha, v, (T)c.beta)))
-UN_OP(u_hswish, v * unit_clamp(m_muladd(v, (T)(1.0 / 6.0), (T)0.5)))
-UN_OP(u_tanh, m_tanh(v))
-UN_OP(u_exp, m_exp(v))
-UN_OP(u_log, m_log(v))
-UN_OP(u_sqrt, m_sqrt(v))
-UN_OP(u_erf, m_erf(v))
-UN_OP(u_recip, (T)1 / v)
-UN_OP(u_floor, m_floor(v))
-UN_OP(u_ceil, m_ceil(v))
+/* floats only */
+UN_OP(o_recip, (C)1 / v)
+UN_OP(o_floor, u_floor(v))
+UN_OP(o_ceil, u_ceil(v))
+UN_OP(o_round, u_round(v))
+UN_OP(o_exp, u_exp(v))
+UN_OP(o_log, u_log(v))
+UN_OP(o_sqrt, u_sqrt(v))
+UN_OP(o_tanh, u_tanh(v))
+UN_OP(o_sin, u_sin(v))
+UN_OP(o_cos, u_cos(v))
+UN_OP(o_tan, u_tan(v))
+UN_OP(o_asin, u_asin(v))
+UN_OP(o_acos, u_acos(v))
+UN_OP(o_atan, u_atan(v))
+UN_OP(o_sinh, u_sinh(v))
+UN_OP(o_cosh, u_cosh(v))
+UN_OP(o_asinh, u_asinh(v))
+UN_OP(o_acosh, u_acosh(v))
+UN_OP(o_atanh, u_atanh(v))
+UN_OP(o_bnot, (C)~v)
 #undef UN_OP
 
-template <class T, class Op>
-__global__ void k_unary(const T *__restrict__ x, T *__restrict__ o, int64_t n, un_args c, Op op)
-{
-    BD_CU_LOOP(i, n) o[i] = op(x[i], c);
-}
+/* every numeric type: integers wrap at the most negative value, as the CPU */
+struct o_abs {
+    template <class C> __device__ __forceinline__ C operator()(C v) const
+    {
+        if constexpr (std::is_unsigned<C>::value) return v;
+        else if constexpr (std::is_integral<C>::value) return v < 0 ? (C)(0 - (uint64_t)v) : v;
+        else return u_fabs(v);
+    }
+};
+struct o_neg {
+    template <class C> __device__ __forceinline__ C operator()(C v) const
+    {
+        if constexpr (std::is_integral<C>::value) return (C)(0 - (uint64_t)v);
+        else return -v;
+    }
+};
+struct o_sign {
+    template <class C> __device__ __forceinline__ C operator()(C v) const
+    {
+        if constexpr (std::is_unsigned<C>::value) return (C)(v > 0);
+        else if constexpr (std::is_integral<C>::value) return (C)((v > 0) - (v < 0));
+        else return u_sign(v);
+    }
+};
+/* integers: erf in double rounded to float, truncated (as onnx's reference) */
+struct o_erf {
+    template <class C> __device__ __forceinline__ C operator()(C v) const
+    {
+        if constexpr (std::is_integral<C>::value) return (C)(float)erf((double)v);
+        else return u_erf(v);
+    }
+};
+struct o_isnan {
+    template <class C> __device__ __forceinline__ uint8_t operator()(C v) const { return v != v; }
+};
+struct o_isinf {
+    int neg, pos;
+    __device__ __forceinline__ uint8_t operator()(float v) const { return bd_un_isinf_f(v, neg, pos); }
+    __device__ __forceinline__ uint8_t operator()(double v) const { return bd_un_isinf_d(v, neg, pos); }
+};
+struct o_not {
+    __device__ __forceinline__ uint8_t operator()(uint8_t v) const { return v == 0; }
+};
 
-__global__ void k_not(const bd_bool_t *__restrict__ x, bd_bool_t *__restrict__ o, int64_t n)
+/* Clip: bounds read on the device (NULL: the defaults given by value), in
+ * X's storage type; min(max(v, lo), hi), NaN stays, lo > hi gives hi. */
+template <class S>
+__global__ void k_clip(const S *__restrict__ x, S *__restrict__ o, int64_t n, const S *plo, const S *phi,
+                       typename bd_ew<S>::C dlo, typename bd_ew<S>::C dhi)
 {
-    BD_CU_LOOP(i, n) o[i] = x[i] == 0;
-}
-
-/* min(max(v, lo), hi) with the bounds read on the device (NULL: the limits
- * given by value); when lo > hi every element becomes hi, as ONNX says. */
-template <class T>
-__global__ void k_clip(const T *__restrict__ x, T *__restrict__ o, int64_t n, const T *plo,
-                       const T *phi, T dlo, T dhi)
-{
-    T lo = plo ? *plo : dlo, hi = phi ? *phi : dhi;
+    typedef typename bd_ew<S>::C C;
+    C lo = plo ? bd_ew<S>::ld(*plo) : dlo, hi = phi ? bd_ew<S>::ld(*phi) : dhi;
     BD_CU_LOOP(i, n)
     {
-        T v = x[i] < lo ? lo : x[i];
-        o[i] = v > hi ? hi : v;
+        C v = bd_ew<S>::ld(x[i]);
+        v = v < lo ? lo : v;
+        o[i] = bd_ew<S>::st(v > hi ? hi : v);
     }
-}
-
-/* Cast: C conversions (floats truncate toward zero); bool is v != 0; float16
- * goes through float, as on the CPU. */
-template <class D, bool TO_BOOL, class S> __device__ __forceinline__ D cast_one(S v)
-{
-    return TO_BOOL ? (D)(v != 0) : (D)v;
-}
-template <class S, class D, bool TO_BOOL>
-__global__ void k_cast(const S *__restrict__ x, D *__restrict__ o, int64_t n)
-{
-    BD_CU_LOOP(i, n) o[i] = cast_one<D, TO_BOOL>(x[i]);
-}
-template <class D, bool TO_BOOL>
-__global__ void k_cast_from_half(const __half *__restrict__ x, D *__restrict__ o, int64_t n)
-{
-    BD_CU_LOOP(i, n) o[i] = cast_one<D, TO_BOOL>(__half2float(x[i]));
-}
-template <class S>
-__global__ void k_cast_to_half(const S *__restrict__ x, __half *__restrict__ o, int64_t n)
-{
-    BD_CU_LOOP(i, n) o[i] = __float2half_rn(cast_one<float, false>(x[i]));
-}
-
-/* ---- launchers ----------------------------------------------------------- */
-
-/* Calls f(T{}, is_bool) for the 11 types Cast converts between. */
-template <class F> static bool cast_dispatch(int dt, F &&f)
-{
-    if (dt == BRAID_DTYPE_BOOL) { f(uint8_t{}, std::true_type{}); return true; }
-    return bd_cu_dispatch_num(dt, [&](auto tag) { f(tag, std::false_type{}); });
-}
-
-static braid_status run_cast(const bd_cuda_kernel *k)
-{
-    int sd = k->in[0].dtype, dd = k->out[0].dtype;
-    int64_t n = bd_numel(&k->in[0]);
-    size_t ss = bd_dtype_size(sd);
-    if (!ss || !bd_dtype_size(dd))
-        return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op Cast from %s to %s is not implemented on CUDA",
-                       bd_dtype_name(sd), bd_dtype_name(dd));
-    if (n <= 0) return BRAID_OK;
-    if (sd == dd) {
-        BD_CU_CHECK_CALL(k, cudaMemcpyAsync(k->out[0].data, k->in[0].data, (size_t)n * ss,
-                                            cudaMemcpyDeviceToDevice, k->stream));
-        return BRAID_OK;
-    }
-    unsigned grid = bd_cu_grid(n);
-    bool ok = false;
-    if (sd == BRAID_DTYPE_FLOAT16) {
-        ok = cast_dispatch(dd, [&](auto dt, auto is_bool) {
-            typedef decltype(dt) D;
-            k_cast_from_half<D, decltype(is_bool)::value><<<grid, BD_CU_BLOCK, 0, k->stream>>>(
-                (const __half *)k->in[0].data, (D *)k->out[0].data, n);
-        });
-    } else if (dd == BRAID_DTYPE_FLOAT16) {
-        ok = cast_dispatch(sd, [&](auto stt, auto is_bool) {
-            typedef decltype(stt) S;
-            (void)is_bool;
-            k_cast_to_half<S><<<grid, BD_CU_BLOCK, 0, k->stream>>>((const S *)k->in[0].data,
-                                                                   (__half *)k->out[0].data, n);
-        });
-    } else {
-        bool inner = false;
-        bool outer = cast_dispatch(sd, [&](auto stt, auto) {
-            typedef decltype(stt) S;
-            inner = cast_dispatch(dd, [&](auto dt, auto is_bool) {
-                typedef decltype(dt) D;
-                k_cast<S, D, decltype(is_bool)::value><<<grid, BD_CU_BLOCK, 0, k->stream>>>(
-                    (const S *)k->in[0].data, (D *)k->out[0].data, n);
-            });
-        });
-        ok = outer && inner;
-    }
-    if (!ok)
-        return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op Cast from %s to %s is not implemented on CUDA",
-                       bd_dtype_name(sd), bd_dtype_name(dd));
-    BD_CU_CHECK_LAUNCH(k, "the Cast kernel");
-    return BRAID_OK;
-}
-
-/* The lowest and highest values of T (floats: infinities). */
-template <class T> static T lowest_of()
-{
-    if constexpr (std::is_integral<T>::value) return std::numeric_limits<T>::lowest();
-    else return (T)-INFINITY;
-}
-template <class T> static T highest_of()
-{
-    if constexpr (std::is_integral<T>::value) return std::numeric_limits<T>::max();
-    else return (T)INFINITY;
 }
 
 static braid_status run_clip(const bd_cuda_kernel *k, const bd_unary_params *p)
 {
     int dt = k->in[0].dtype;
     int64_t n = bd_numel(&k->in[0]);
-    if (n <= 0) return BRAID_OK;
     const void *plo = NULL, *phi = NULL;
     if (k->node->opset >= 11) {
         if (k->n_in > 1 && k->in[1].dtype != BRAID_DTYPE_UNDEFINED) plo = k->in[1].data;
         if (k->n_in > 2 && k->in[2].dtype != BRAID_DTYPE_UNDEFINED) phi = k->in[2].data;
     }
-    bool ok = bd_cu_dispatch_num(dt, [&](auto tag) {
-        typedef decltype(tag) T;
-        T dlo = lowest_of<T>(), dhi = highest_of<T>();
-        if constexpr (!std::is_integral<T>::value) {
-            if (k->node->opset < 11) { /* the attributes, converted as the CPU's bd_set_f64 does */
-                dlo = (T)(p ? p->min : -INFINITY);
-                dhi = (T)(p ? p->max : INFINITY);
-            }
-        } else if (k->node->opset < 11) {
-            /* Clip before opset 11 takes floats only; integers keep their limits
-             * unless the attributes fit. */
-            double lo = p ? p->min : -INFINITY, hi = p ? p->max : INFINITY;
-            if (lo >= (double)dlo && lo <= (double)dhi) dlo = (T)lo;
-            if (hi >= (double)dlo && hi <= (double)dhi) dhi = (T)hi;
+    bool ok = bd_ew_dispatch_num(dt, [&](auto tag) {
+        typedef decltype(tag) S;
+        typedef typename bd_ew<S>::C C;
+        C dlo, dhi;
+        if constexpr (std::is_integral<C>::value) {
+            dlo = std::numeric_limits<C>::lowest();
+            dhi = std::numeric_limits<C>::max();
+        } else { /* before opset 11 the attributes (floats only then) */
+            dlo = k->node->opset < 11 ? (C)(p ? p->min : -INFINITY) : (C)-INFINITY;
+            dhi = k->node->opset < 11 ? (C)(p ? p->max : INFINITY) : (C)INFINITY;
         }
-        k_clip<T><<<bd_cu_grid(n), BD_CU_BLOCK, 0, k->stream>>>(
-            (const T *)k->in[0].data, (T *)k->out[0].data, n, (const T *)plo, (const T *)phi, dlo,
-            dhi);
+        if (n > 0)
+            k_clip<S><<<bd_cu_grid(n), BD_CU_BLOCK, 0, k->stream>>>((const S *)k->in[0].data, (S *)k->out[0].data, n,
+                                                                  (const S *)plo, (const S *)phi, dlo, dhi);
     });
     if (!ok)
         return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op Clip with dtype %s is not implemented on CUDA",
@@ -224,27 +149,39 @@ static braid_status run_clip(const bd_cuda_kernel *k, const bd_unary_params *p)
     return BRAID_OK;
 }
 
-template <class Op> static bool launch_float(const bd_cuda_kernel *k, un_args c, Op op)
+/* ---- launchers ----------------------------------------------------------- */
+
+/* Same-typed maps over the float kinds, or every numeric type, or the
+ * floats and the signed integers. */
+template <class Op> static bool map_float(const bd_cuda_kernel *k, Op op, braid_status *st)
 {
-    int64_t n = bd_numel(&k->in[0]);
-    return bd_cu_dispatch_float(k->in[0].dtype, [&](auto tag) {
-        typedef decltype(tag) T;
-        if (n > 0)
-            k_unary<T, Op><<<bd_cu_grid(n), BD_CU_BLOCK, 0, k->stream>>>(
-                (const T *)k->in[0].data, (T *)k->out[0].data, n, c, op);
+    return bd_ew_dispatch_float(k->in[0].dtype, [&](auto tag) {
+        typedef decltype(tag) S;
+        *st = bd_ew_map<S, S>(k, op, "a unary kernel");
     });
 }
-
-template <class Op> static bool launch_signed(const bd_cuda_kernel *k, un_args c, Op op)
+template <class Op> static bool map_num(const bd_cuda_kernel *k, Op op, braid_status *st)
 {
-    int64_t n = bd_numel(&k->in[0]);
+    return bd_ew_dispatch_num(k->in[0].dtype, [&](auto tag) {
+        typedef decltype(tag) S;
+        *st = bd_ew_map<S, S>(k, op, "a unary kernel");
+    });
+}
+template <class Op> static bool map_int(const bd_cuda_kernel *k, Op op, braid_status *st)
+{
+    return bd_ew_dispatch_int(k->in[0].dtype, [&](auto tag) {
+        typedef decltype(tag) S;
+        *st = bd_ew_map<S, S>(k, op, "a unary kernel");
+    });
+}
+/* IsNaN, IsInf: bool out of the float kinds and the float8s. */
+template <class Op> static bool map_test(const bd_cuda_kernel *k, Op op, braid_status *st)
+{
     auto f = [&](auto tag) {
-        typedef decltype(tag) T;
-        if (n > 0)
-            k_unary<T, Op><<<bd_cu_grid(n), BD_CU_BLOCK, 0, k->stream>>>(
-                (const T *)k->in[0].data, (T *)k->out[0].data, n, c, op);
+        typedef decltype(tag) S;
+        *st = bd_ew_map<S, bd_bool_t>(k, op, "a unary kernel");
     };
-    return bd_cu_dispatch_float(k->in[0].dtype, f) || bd_cu_dispatch_sint(k->in[0].dtype, f);
+    return bd_ew_dispatch_float(k->in[0].dtype, f) || bd_ew_dispatch_float8(k->in[0].dtype, f);
 }
 
 extern "C" braid_status bd_cuda_unary(const bd_cuda_kernel *k)
@@ -252,43 +189,49 @@ extern "C" braid_status bd_cuda_unary(const bd_cuda_kernel *k)
     const bd_node *n = k->node;
     const bd_unary_params *p = (const bd_unary_params *)n->params;
     int dt = k->in[0].dtype;
-    un_args c = {p ? p->alpha : 0.0f, p ? p->beta : 0.0f};
+    braid_status st = BRAID_OK;
     bool ok = false;
     switch (n->op) {
-    case BD_OP_Cast: return run_cast(k);
     case BD_OP_Clip: return run_clip(k, p);
-    case BD_OP_Relu: ok = launch_signed(k, c, u_relu()); break;
-    case BD_OP_Neg: ok = launch_signed(k, c, u_neg()); break;
-    case BD_OP_Abs: ok = launch_signed(k, c, u_abs()); break;
-    case BD_OP_LeakyRelu: ok = launch_float(k, c, u_lrelu()); break;
-    case BD_OP_Sigmoid: ok = launch_float(k, c, u_sigmoid()); break;
-    case BD_OP_HardSigmoid: ok = launch_float(k, c, u_hsig()); break;
-    case BD_OP_HardSwish: ok = launch_float(k, c, u_hswish()); break;
-    case BD_OP_Tanh: ok = launch_float(k, c, u_tanh()); break;
-    case BD_OP_Exp: ok = launch_float(k, c, u_exp()); break;
-    case BD_OP_Log: ok = launch_float(k, c, u_log()); break;
-    case BD_OP_Sqrt: ok = launch_float(k, c, u_sqrt()); break;
-    case BD_OP_Erf: ok = launch_float(k, c, u_erf()); break;
-    case BD_OP_Reciprocal: ok = launch_float(k, c, u_recip()); break;
-    case BD_OP_Floor: ok = launch_float(k, c, u_floor()); break;
-    case BD_OP_Ceil: ok = launch_float(k, c, u_ceil()); break;
-    case BD_OP_Not:
-        if (dt == BRAID_DTYPE_BOOL) {
-            int64_t cnt = bd_numel(&k->in[0]);
-            ok = true;
-            if (cnt > 0)
-                k_not<<<bd_cu_grid(cnt), BD_CU_BLOCK, 0, k->stream>>>(
-                    (const bd_bool_t *)k->in[0].data, (bd_bool_t *)k->out[0].data, cnt);
-        }
+    case BD_OP_Abs: ok = map_num(k, o_abs(), &st); break;
+    case BD_OP_Sign: ok = map_num(k, o_sign(), &st); break;
+    case BD_OP_Erf: ok = map_num(k, o_erf(), &st); break;
+    case BD_OP_Neg: ok = map_float(k, o_neg(), &st) || bd_cu_dispatch_sint(dt, [&](auto tag) {
+                             typedef decltype(tag) S;
+                             st = bd_ew_map<S, S>(k, o_neg(), "a unary kernel");
+                         });
         break;
-    default:
-        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the unary family", n->op_type);
+    case BD_OP_Reciprocal: ok = map_float(k, o_recip(), &st); break;
+    case BD_OP_Floor: ok = map_float(k, o_floor(), &st); break;
+    case BD_OP_Ceil: ok = map_float(k, o_ceil(), &st); break;
+    case BD_OP_Round: ok = map_float(k, o_round(), &st); break;
+    case BD_OP_Exp: ok = map_float(k, o_exp(), &st); break;
+    case BD_OP_Log: ok = map_float(k, o_log(), &st); break;
+    case BD_OP_Sqrt: ok = map_float(k, o_sqrt(), &st); break;
+    case BD_OP_Tanh: ok = map_float(k, o_tanh(), &st); break;
+    case BD_OP_Sin: ok = map_float(k, o_sin(), &st); break;
+    case BD_OP_Cos: ok = map_float(k, o_cos(), &st); break;
+    case BD_OP_Tan: ok = map_float(k, o_tan(), &st); break;
+    case BD_OP_Asin: ok = map_float(k, o_asin(), &st); break;
+    case BD_OP_Acos: ok = map_float(k, o_acos(), &st); break;
+    case BD_OP_Atan: ok = map_float(k, o_atan(), &st); break;
+    case BD_OP_Sinh: ok = map_float(k, o_sinh(), &st); break;
+    case BD_OP_Cosh: ok = map_float(k, o_cosh(), &st); break;
+    case BD_OP_Asinh: ok = map_float(k, o_asinh(), &st); break;
+    case BD_OP_Acosh: ok = map_float(k, o_acosh(), &st); break;
+    case BD_OP_Atanh: ok = map_float(k, o_atanh(), &st); break;
+    case BD_OP_IsNaN: ok = map_test(k, o_isnan(), &st); break;
+    case BD_OP_IsInf: ok = map_test(k, o_isinf{p ? p->detect_neg : 1, p ? p->detect_pos : 1}, &st); break;
+    case BD_OP_BitwiseNot: ok = map_int(k, o_bnot(), &st); break;
+    case BD_OP_Not:
+        if (dt == BRAID_DTYPE_BOOL) ok = true, st = bd_ew_map<bd_bool_t, bd_bool_t>(k, o_not(), "the Not kernel");
+        break;
+    default: return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the unary family", n->op_type);
     }
     if (!ok)
-        return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op %s with dtype %s is not implemented on CUDA",
-                       n->op_type, bd_dtype_name(dt));
-    BD_CU_CHECK_LAUNCH(k, "a unary kernel");
-    return BRAID_OK;
+        return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op %s with dtype %s is not implemented on CUDA", n->op_type,
+                       bd_dtype_name(dt));
+    return st;
 }
 
 extern "C" void bd_cuda_unary_free(const bd_node *n, void *cache)

@@ -15,6 +15,13 @@ set_tests_properties(gen/models PROPERTIES FIXTURES_SETUP models TIMEOUT 600)
 add_test(NAME onnx_node/cpu COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/onnx_node/run.py ${BRAID_BIN} ${NODE_DATA} --min-pass 350)
 set_tests_properties(onnx_node/cpu PROPERTIES FIXTURES_REQUIRED node_data LABELS node TIMEOUT 1500)
 
+# The elementwise families (unary, activation, binary, cast) against onnx's
+# reference on every op and dtype, and their float32 loops still vectorized.
+add_test(NAME elementwise/reference COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_elementwise.py ${BRAID_BIN})
+set_tests_properties(elementwise/reference PROPERTIES LABELS node TIMEOUT 900)
+add_test(NAME elementwise/vectorized COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_vectorized.py $<TARGET_OBJECTS:braid_obj>)
+set_tests_properties(elementwise/vectorized PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 120)
+
 foreach(model two_conv_add inception fpn wide race residual affine)
   foreach(streams 1 2 4 0)
     add_test(NAME models/${model}/streams${streams} COMMAND ${BRAID_BIN} check ${MODELS}/${model} --backend cpu --streams ${streams})

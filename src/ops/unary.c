@@ -1,5 +1,7 @@
 /* unary.c: attribute parsing, dtype checks, shape inference and cost of the
- * unary op family: activations, elementwise math, Clip, Not and Cast. */
+ * unary op family: elementwise math (Abs, Neg, Exp, Log, Sqrt, Erf, Tanh, the
+ * trigonometric and hyperbolic functions, Round, Sign...), IsNaN and IsInf,
+ * Not and BitwiseNot, and Clip. */
 #include "unary.h"
 
 #include <float.h>
@@ -7,21 +9,22 @@
 #include "ops.h"
 
 #define DT(x) (1u << BRAID_DTYPE_##x)
-#define FLOATS (DT(FLOAT) | DT(DOUBLE))
+#define FLOATS (DT(FLOAT) | DT(DOUBLE) | DT(FLOAT16) | DT(BFLOAT16))
 #define SINTS (DT(INT8) | DT(INT16) | DT(INT32) | DT(INT64))
 #define UINTS (DT(UINT8) | DT(UINT16) | DT(UINT32) | DT(UINT64))
-#define NUMERIC (FLOATS | SINTS | UINTS)
-#define CASTABLE (NUMERIC | DT(BOOL) | DT(FLOAT16))
+#define FLOAT8S (DT(FLOAT8E4M3FN) | DT(FLOAT8E4M3FNUZ) | DT(FLOAT8E5M2) | DT(FLOAT8E5M2FNUZ))
 
-/* The dtypes each op takes. Clip before opset 11 (bounds as float
- * attributes, FLT_MAX by default) is defined on floats only. */
+/* The dtypes each op takes (the union over its opsets). Clip before opset
+ * 12 (bounds as float attributes before 11) is defined on floats only. */
 static unsigned allowed(const bd_node *n)
 {
     switch (n->op) {
-    case BD_OP_Relu: case BD_OP_Neg: case BD_OP_Abs: return FLOATS | SINTS;
-    case BD_OP_Clip: return n->opset < 11 ? FLOATS : NUMERIC;
+    case BD_OP_Abs: case BD_OP_Sign: case BD_OP_Erf: return FLOATS | SINTS | UINTS;
+    case BD_OP_Neg: return FLOATS | SINTS;
+    case BD_OP_Clip: return n->opset < 12 ? FLOATS : FLOATS | SINTS | UINTS;
+    case BD_OP_IsNaN: case BD_OP_IsInf: return FLOATS | FLOAT8S;
     case BD_OP_Not: return DT(BOOL);
-    case BD_OP_Cast: return CASTABLE;
+    case BD_OP_BitwiseNot: return SINTS | UINTS;
     default: return FLOATS;
     }
 }
@@ -33,29 +36,19 @@ braid_status bd_unary_parse(bd_node *n, bd_err *e)
     braid_status st = BRAID_OK;
     bd_unary_params *p = bd_calloc(1, sizeof *p);
     BD_CHECK_ALLOC(e, p);
+    p->min = -FLT_MAX;
+    p->max = FLT_MAX;
     switch (n->op) {
-    case BD_OP_LeakyRelu: BD_TRY(bd_attr_float(n, "alpha", 0.01f, &p->alpha, e)); break;
-    case BD_OP_HardSigmoid:
-        BD_TRY(bd_attr_float(n, "alpha", 0.2f, &p->alpha, e));
-        BD_TRY(bd_attr_float(n, "beta", 0.5f, &p->beta, e));
-        break;
     case BD_OP_Clip:
         BD_TRY(bd_attr_float(n, "min", -FLT_MAX, &p->min, e));
         BD_TRY(bd_attr_float(n, "max", FLT_MAX, &p->max, e));
         break;
-    case BD_OP_Cast: {
-        int64_t to = 0;
-        BD_TRY(bd_attr_int(n, "to", 0, &to, e));
-        if (!bd_node_attr(n, "to")) {
-            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'to' is required");
-            goto fail;
-        }
-        if (!dtype_in((int)to, CASTABLE) || to != (int)to) {
-            st = BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "cast to dtype %s (%lld) is not supported",
-                         bd_dtype_name((int)to), (long long)to);
-            goto fail;
-        }
-        p->to = (int)to;
+    case BD_OP_IsInf: {
+        int64_t neg, pos;
+        BD_TRY(bd_attr_int(n, "detect_negative", 1, &neg, e));
+        BD_TRY(bd_attr_int(n, "detect_positive", 1, &pos, e));
+        p->detect_neg = neg != 0;
+        p->detect_pos = pos != 0;
         break;
     }
     default: break;
@@ -68,12 +61,8 @@ braid_status bd_unary_infer(const bd_node *n, const bd_tensor *in, bd_tensor *ou
 {
     const bd_tensor *x = &in[0];
     if (!dtype_in(x->dtype, allowed(n)))
-        return BD_FAIL(e, x->dtype == BRAID_DTYPE_STRING || x->dtype == BRAID_DTYPE_FLOAT16 ||
-                                  x->dtype > BRAID_DTYPE_UINT64
-                              ? BRAID_ERR_UNSUPPORTED
-                              : BRAID_ERR_DTYPE,
-                       "input has dtype %s, which %s does not take", bd_dtype_name(x->dtype),
-                       n->op_type);
+        return BD_FAIL(e, x->dtype == BRAID_DTYPE_STRING ? BRAID_ERR_UNSUPPORTED : BRAID_ERR_DTYPE,
+                       "input has dtype %s, which %s does not take", bd_dtype_name(x->dtype), n->op_type);
     if (n->op == BD_OP_Clip) {
         static const char *const names[3] = {"", "min", "max"};
         for (int i = 1; i < n->n_in; i++) {
@@ -87,10 +76,9 @@ braid_status bd_unary_infer(const bd_node *n, const bd_tensor *in, bd_tensor *ou
                                names[i], (long long)bd_numel(&in[i]));
         }
     }
-    const bd_unary_params *p = n->params;
     out[0] = *x;
     out[0].data = NULL;
-    if (n->op == BD_OP_Cast) out[0].dtype = p ? p->to : BRAID_DTYPE_UNDEFINED;
+    if (n->op == BD_OP_IsNaN || n->op == BD_OP_IsInf) out[0].dtype = BRAID_DTYPE_BOOL;
     return BRAID_OK;
 }
 
@@ -99,10 +87,10 @@ double bd_unary_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out
     (void)in;
     double per;
     switch (n->op) {
-    case BD_OP_Sigmoid: case BD_OP_Tanh: case BD_OP_Exp: case BD_OP_Log: case BD_OP_Erf:
-        per = 10.0;
-        break;
+    case BD_OP_Exp: case BD_OP_Log: case BD_OP_Erf: case BD_OP_Tanh: per = 10.0; break;
     case BD_OP_Sqrt: case BD_OP_Reciprocal: per = 4.0; break;
+    case BD_OP_Sin: case BD_OP_Cos: case BD_OP_Tan: case BD_OP_Asin: case BD_OP_Acos: case BD_OP_Atan:
+    case BD_OP_Sinh: case BD_OP_Cosh: case BD_OP_Asinh: case BD_OP_Acosh: case BD_OP_Atanh: per = 20.0; break;
     default: per = 1.0; break;
     }
     return per * (double)bd_numel(&out[0]);

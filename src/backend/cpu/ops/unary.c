@@ -1,107 +1,165 @@
-/* unary.c: CPU kernels of the unary op family: one flat loop per op and dtype,
- * generated from type lists, plus Clip's bounds and Cast's dtype matrix. */
-/* Vectorize the flat loops even in -O2 builds (GCC 12 at -O2 vectorizes only
- * loops whose trip count is known); selects and sqrt need no FP traps/errno. */
+/* unary.c: CPU kernels of the unary op family: one flat loop per op and
+ * dtype, generated from type lists over the formulas of src/ops/unary.h;
+ * float16, bfloat16 and float8 run the float loop a block at a time
+ * (elementwise.h). The float loops are built for x86-64-v3 and the baseline. */
+/* O3 vectorizes the flat loops (GCC 12 at -O2 vectorizes only loops whose
+ * trip count is known); no FP traps/errno for the selects. Multiply-adds
+ * fuse where the target has FMA (the x86-64-v3 clone): the vector body and
+ * the scalar tail of a loop are the same statements and fuse alike, so an
+ * element's bits do not depend on where a thread's chunk starts
+ * (test_unary and test_activation check it element by element). */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3", "no-trapping-math", "no-math-errno")
+#pragma GCC optimize("O3", "no-trapping-math", "no-math-errno", "fp-contract=fast")
 #endif
 
-#include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/parallel.h"
-
 #include <math.h>
-#include <string.h>
 
+#include "elementwise.h"
 #include "ops/unary.h"
-#include "util/dtype.h"
-#include "vmath.h"
+
+/* The constants of a run: Clip's bounds (in X's kind), IsInf's flags. */
+typedef union un_bound {
+    double f;
+    int64_t i;
+    uint64_t u;
+} un_bound;
 
 typedef struct un_ctx {
-    float alpha, beta;
-    const void *lo, *hi; /* Clip: bounds in X's dtype; NULL = the type's limit */
+    un_bound lo, hi;
+    int neg, pos;
 } un_ctx;
 
-typedef void (*un_fn)(const void *x, void *o, int64_t n, const un_ctx *c);
+#define NDT 29
 
-#define NDT 17
-/* Elements per thread below which splitting does not pay for a thread. */
-#define MIN_CHUNK (1 << 16)
+/* Type lists: X(C type, dtype suffix, formula suffix, op); f float, d double,
+ * i signed, u unsigned. */
+#define FLOAT_TYPES(X, op) X(float, FLOAT, f, op) X(double, DOUBLE, d, op)
+#define SINT_TYPES(X, op) X(int8_t, INT8, i, op) X(int16_t, INT16, i, op)                          \
+    X(int32_t, INT32, i, op) X(int64_t, INT64, i, op)
+#define UINT_TYPES(X, op) X(uint8_t, UINT8, u, op) X(uint16_t, UINT16, u, op)                      \
+    X(uint32_t, UINT32, u, op) X(uint64_t, UINT64, u, op)
+#define INT_TYPES(X, op) SINT_TYPES(X, op) UINT_TYPES(X, op)
 
-/* Type lists: X(C type, dtype suffix, kind F/S/U, math suffix, op). */
-#define FLOAT_TYPES(X, op) X(float, FLOAT, F, f, op) X(double, DOUBLE, F, , op)
-#define SINT_TYPES(X, op) X(int8_t, INT8, S, , op) X(int16_t, INT16, S, , op)                     \
-    X(int32_t, INT32, S, , op) X(int64_t, INT64, S, , op)
+/* Element expressions over v (type T); S is the formula suffix. */
+#define ABS_f(T, S) fabs##S(v)
+#define ABS_d ABS_f
+#define fabsd fabs
+#define ABS_i(T, S) (T)(v < 0 ? (T)(0 - (uint64_t)v) : v) /* wraps at the most negative value */
+#define ABS_u(T, S) v
+#define NEG_f(T, S) -v
+#define NEG_d NEG_f
+#define NEG_i(T, S) (T)(0 - (uint64_t)v)
+#define RECIP_f(T, S) ((T)1 / v)
+#define RECIP_d RECIP_f
+#define FLOOR_f(T, S) floor##S(v)
+#define FLOOR_d FLOOR_f
+#define floord floor
+#define CEIL_f(T, S) ceil##S(v)
+#define CEIL_d CEIL_f
+#define ceild ceil
+#define ROUND_f(T, S) bd_un_round_##S(v)
+#define ROUND_d ROUND_f
+#define SIGN_f(T, S) bd_un_sign_##S(v)
+#define SIGN_d SIGN_f
+#define SIGN_i(T, S) (T)((v > 0) - (v < 0))
+#define SIGN_u(T, S) (T)(v > 0)
+#define EXP_f(T, S) bd_un_exp_##S(v)
+#define EXP_d EXP_f
+#define LOG_f(T, S) bd_un_log_##S(v)
+#define LOG_d LOG_f
+#define SQRT_f(T, S) sqrt##S(v)
+#define SQRT_d SQRT_f
+#define sqrtd sqrt
+#define TANH_f(T, S) bd_un_tanh_##S(v)
+#define TANH_d TANH_f
+#define ERF_f(T, S) bd_un_erf_##S(v)
+#define ERF_d ERF_f
+/* integers: erf in double rounded to float, truncated (as onnx's reference) */
+#define ERF_i(T, S) (T)(float)erf((double)v)
+#define ERF_u ERF_i
+#define BNOT_i(T, S) (T)~v
+#define BNOT_u BNOT_i
+/* libm's trigonometric and hyperbolic functions: f gives sinf, d gives sin. */
+#define LIBM(fn)                                                                                   \
+    static inline float fn##_f(float v) { return fn##f(v); }                                       \
+    static inline double fn##_d(double v) { return fn(v); }
+LIBM(sin) LIBM(cos) LIBM(tan) LIBM(asin) LIBM(acos) LIBM(atan)
+LIBM(sinh) LIBM(cosh) LIBM(asinh) LIBM(acosh) LIBM(atanh)
+#define TRIG(fn) fn##_f
+#define CLIP_f(T, S) bd_un_clip_##S(v, (T)c->lo.f, (T)c->hi.f)
+#define CLIP_d CLIP_f
+/* max first, then min: lo > hi gives hi, as ONNX says */
+#define CLIP_i(T, S) ((v < (T)c->lo.i ? (T)c->lo.i : v) > (T)c->hi.i ? (T)c->hi.i : (v < (T)c->lo.i ? (T)c->lo.i : v))
+#define CLIP_u(T, S) ((v < (T)c->lo.u ? (T)c->lo.u : v) > (T)c->hi.u ? (T)c->hi.u : (v < (T)c->lo.u ? (T)c->lo.u : v))
+#define ISNAN_f(T, S) (uint8_t)(v != v)
+#define ISNAN_d ISNAN_f
+#define ISINF_f(T, S) bd_un_isinf_##S(v, c->neg, c->pos)
+#define ISINF_d ISINF_f
 
-/* exp, tanh and erf: the vectorizable float versions of vmath.h, libm for double. */
-#define VEXP_f bd_vexpf
-#define VEXP_ exp
-#define VTANH_f bd_vtanhf
-#define VTANH_ tanh
-#define VERF_f bd_verff
-#define VERF_ erf
-
-/* Element expressions over v (type T); M is the math-function suffix. */
-#define RELU_F(T, M) (v > 0 ? v : (T)0)
-#define RELU_S RELU_F
-#define NEG_F(T, M) -v
-#define NEG_S(T, M) (T)(0 - (uint64_t)v) /* wraps at the most negative value */
-#define ABS_F(T, M) fabs##M(v)
-#define ABS_S(T, M) (v < 0 ? (T)(0 - (uint64_t)v) : v)
-#define LRELU_F(T, M) (v >= 0 ? v : v * alpha)
-#define SIGMOID_F(T, M) ((T)1 / ((T)1 + VEXP_##M(-v)))
-/* clamp to [0, 1] with selects (fmin/fmax calls do not vectorize); NaN stays */
-#define UNIT(T, y) ((y) < (T)0 ? (T)0 : (y) > (T)1 ? (T)1 : (y))
-#define HSIG_F(T, M) UNIT(T, alpha * v + beta)
-#define HSWISH_F(T, M) (v * UNIT(T, v * (T)(1.0 / 6.0) + (T)0.5))
-#define TANH_F(T, M) VTANH_##M(v)
-#define EXP_F(T, M) VEXP_##M(v)
-#define LOG_F(T, M) log##M(v)
-#define SQRT_F(T, M) sqrt##M(v)
-#define ERF_F(T, M) VERF_##M(v)
-#define RECIP_F(T, M) ((T)1 / v)
-#define FLOOR_F(T, M) floor##M(v)
-#define CEIL_F(T, M) ceil##M(v)
-
-#define DEF_UN(T, N, K, M, op)                                                                     \
-    static void un_##op##_##N(const void *vx, void *vo, int64_t n, const un_ctx *c)                \
+/* un_OP_DTYPE: o[i] = OP(x[i]) with an output of type TO. */
+#define DEF_UN_TO(T, N, S, op, TO)                                                                 \
+    static BD_CLONES void un_##op##_##N(const void *vx, void *vo, int64_t n, const void *vc)     \
     {                                                                                              \
         const T *x = vx;                                                                           \
-        T *o = vo;                                                                                 \
-        const T alpha = (T)c->alpha, beta = (T)c->beta;                                            \
-        (void)alpha, (void)beta;                                                                   \
+        TO *o = vo;                                                                                \
+        const un_ctx *c = vc;                                                                      \
+        (void)c;                                                                                   \
         for (int64_t i = 0; i < n; i++) {                                                          \
             T v = x[i];                                                                            \
-            o[i] = (T)(op##_##K(T, M));                                                            \
+            o[i] = (TO)(op##_##S(T, S));                                                           \
         }                                                                                          \
     }
-#define ENT(T, N, K, M, op) [BRAID_DTYPE_##N] = un_##op##_##N,
-/* An op over float types only: its functions and its table. */
+#define DEF_UN(T, N, S, op) DEF_UN_TO(T, N, S, op, T)
+#define DEF_UNB(T, N, S, op) DEF_UN_TO(T, N, S, op, uint8_t)
+#define ENT(T, N, S, op) [BRAID_DTYPE_##N] = un_##op##_##N,
+
+/* An op over the float types, and over every numeric type. */
 #define FLOAT_OP(op)                                                                               \
     FLOAT_TYPES(DEF_UN, op)                                                                        \
-    static const un_fn tab_##op[NDT] = {FLOAT_TYPES(ENT, op)};
-/* An op over float and signed integer types. */
-#define SIGNED_OP(op)                                                                              \
+    static const bd_ew_fn tab_##op[NDT] = {FLOAT_TYPES(ENT, op)};
+#define NUM_OP(op)                                                                                 \
     FLOAT_TYPES(DEF_UN, op)                                                                        \
-    SINT_TYPES(DEF_UN, op)                                                                         \
-    static const un_fn tab_##op[NDT] = {FLOAT_TYPES(ENT, op) SINT_TYPES(ENT, op)};
+    INT_TYPES(DEF_UN, op)                                                                          \
+    static const bd_ew_fn tab_##op[NDT] = {FLOAT_TYPES(ENT, op) INT_TYPES(ENT, op)};
 
-SIGNED_OP(RELU)
-SIGNED_OP(NEG)
-SIGNED_OP(ABS)
-FLOAT_OP(LRELU)
-FLOAT_OP(SIGMOID)
-FLOAT_OP(HSIG)
-FLOAT_OP(HSWISH)
-FLOAT_OP(TANH)
-FLOAT_OP(EXP)
-FLOAT_OP(LOG)
-FLOAT_OP(SQRT)
-FLOAT_OP(ERF)
+NUM_OP(ABS)
+NUM_OP(SIGN)
+NUM_OP(ERF)
+NUM_OP(CLIP)
+FLOAT_TYPES(DEF_UN, NEG)
+SINT_TYPES(DEF_UN, NEG)
+static const bd_ew_fn tab_NEG[NDT] = {FLOAT_TYPES(ENT, NEG) SINT_TYPES(ENT, NEG)};
+INT_TYPES(DEF_UN, BNOT)
+static const bd_ew_fn tab_BNOT[NDT] = {INT_TYPES(ENT, BNOT)};
 FLOAT_OP(RECIP)
 FLOAT_OP(FLOOR)
 FLOAT_OP(CEIL)
+FLOAT_OP(ROUND)
+FLOAT_OP(EXP)
+FLOAT_OP(LOG)
+FLOAT_OP(SQRT)
+FLOAT_OP(TANH)
+FLOAT_TYPES(DEF_UNB, ISNAN)
+static const bd_ew_fn tab_ISNAN[NDT] = {FLOAT_TYPES(ENT, ISNAN)};
+FLOAT_TYPES(DEF_UNB, ISINF)
+static const bd_ew_fn tab_ISINF[NDT] = {FLOAT_TYPES(ENT, ISINF)};
 
-static void un_not(const void *vx, void *vo, int64_t n, const un_ctx *c)
+/* The libm functions: scalar calls, one table row each. */
+#define DEF_LIBM(T, N, S, fn)                                                                      \
+    static void un_##fn##_##N(const void *vx, void *vo, int64_t n, const void *vc)                 \
+    {                                                                                              \
+        const T *x = vx;                                                                           \
+        T *o = vo;                                                                                 \
+        (void)vc;                                                                                  \
+        for (int64_t i = 0; i < n; i++) o[i] = fn##_##S(x[i]);                                     \
+    }
+#define LIBM_OP(fn)                                                                                \
+    FLOAT_TYPES(DEF_LIBM, fn)                                                                      \
+    static const bd_ew_fn tab_##fn[NDT] = {FLOAT_TYPES(ENT, fn)};
+LIBM_OP(sin) LIBM_OP(cos) LIBM_OP(tan) LIBM_OP(asin) LIBM_OP(acos) LIBM_OP(atan)
+LIBM_OP(sinh) LIBM_OP(cosh) LIBM_OP(asinh) LIBM_OP(acosh) LIBM_OP(atanh)
+
+static BD_CLONES void un_not(const void *vx, void *vo, int64_t n, const void *c)
 {
     (void)c;
     const uint8_t *x = vx;
@@ -109,141 +167,76 @@ static void un_not(const void *vx, void *vo, int64_t n, const un_ctx *c)
     for (int64_t i = 0; i < n; i++) o[i] = x[i] == 0;
 }
 
-/* ---- Clip ---------------------------------------------------------------- */
-
-/* X(C type, dtype suffix, lowest, highest) */
-#define CLIP_TYPES(X)                                                                              \
-    X(float, FLOAT, -INFINITY, INFINITY) X(double, DOUBLE, -INFINITY, INFINITY)                    \
-    X(int8_t, INT8, INT8_MIN, INT8_MAX) X(int16_t, INT16, INT16_MIN, INT16_MAX)                    \
-    X(int32_t, INT32, INT32_MIN, INT32_MAX) X(int64_t, INT64, INT64_MIN, INT64_MAX)                \
-    X(uint8_t, UINT8, 0, UINT8_MAX) X(uint16_t, UINT16, 0, UINT16_MAX)                             \
-    X(uint32_t, UINT32, 0, UINT32_MAX) X(uint64_t, UINT64, 0, UINT64_MAX)
-
-/* min(max(v, lo), hi): when lo > hi every element becomes hi, as ONNX says. */
-#define DEF_CLIP(T, N, LO, HI)                                                                     \
-    static void clip_##N(const void *vx, void *vo, int64_t n, const un_ctx *c)                     \
-    {                                                                                              \
-        const T *x = vx;                                                                           \
-        T *o = vo;                                                                                 \
-        T lo = c->lo ? *(const T *)c->lo : (T)(LO), hi = c->hi ? *(const T *)c->hi : (T)(HI);      \
-        for (int64_t i = 0; i < n; i++) {                                                          \
-            T v = x[i] < lo ? lo : x[i];                                                           \
-            o[i] = v > hi ? hi : v;                                                                \
-        }                                                                                          \
-    }
-#define CLIP_ENT(T, N, LO, HI) [BRAID_DTYPE_##N] = clip_##N,
-CLIP_TYPES(DEF_CLIP)
-static const un_fn tab_CLIP[NDT] = {CLIP_TYPES(CLIP_ENT)};
-
-/* ---- Cast ---------------------------------------------------------------- */
-
-typedef void (*cast_fn)(const void *s, void *d, int64_t n);
-
-/* X(C type, dtype suffix, ...): the types Cast converts between directly. Two
- * copies so that one can expand inside the other. */
-#define CAST_A(X, ...)                                                                             \
-    X(float, FLOAT, __VA_ARGS__) X(double, DOUBLE, __VA_ARGS__) X(int8_t, INT8, __VA_ARGS__)       \
-    X(int16_t, INT16, __VA_ARGS__) X(int32_t, INT32, __VA_ARGS__) X(int64_t, INT64, __VA_ARGS__)   \
-    X(uint8_t, UINT8, __VA_ARGS__) X(uint16_t, UINT16, __VA_ARGS__)                                \
-    X(uint32_t, UINT32, __VA_ARGS__) X(uint64_t, UINT64, __VA_ARGS__) X(uint8_t, BOOL, __VA_ARGS__)
-#define CAST_B(X, ...)                                                                             \
-    X(float, FLOAT, __VA_ARGS__) X(double, DOUBLE, __VA_ARGS__) X(int8_t, INT8, __VA_ARGS__)       \
-    X(int16_t, INT16, __VA_ARGS__) X(int32_t, INT32, __VA_ARGS__) X(int64_t, INT64, __VA_ARGS__)   \
-    X(uint8_t, UINT8, __VA_ARGS__) X(uint16_t, UINT16, __VA_ARGS__)                                \
-    X(uint32_t, UINT32, __VA_ARGS__) X(uint64_t, UINT64, __VA_ARGS__) X(uint8_t, BOOL, __VA_ARGS__)
-
-/* C conversions truncate floats toward zero, as numpy's astype does; bool is v != 0. */
-#define CONV(DT, DN, v) (BRAID_DTYPE_##DN == BRAID_DTYPE_BOOL ? (DT)((v) != 0) : (DT)(v))
-#define DEF_CAST(DT, DN, ST, SN)                                                                   \
-    static void cast_##SN##_##DN(const void *vs, void *vd, int64_t n)                              \
-    {                                                                                              \
-        const ST *s = vs;                                                                          \
-        DT *d = vd;                                                                                \
-        for (int64_t i = 0; i < n; i++) d[i] = CONV(DT, DN, s[i]);                                 \
-    }
-#define DEF_CAST_ROW(ST, SN, ...) CAST_B(DEF_CAST, ST, SN)
-CAST_A(DEF_CAST_ROW, _)
-#define CAST_ENT(DT, DN, ST, SN) [BRAID_DTYPE_##DN] = cast_##SN##_##DN,
-#define CAST_TAB_ROW(ST, SN, ...) [BRAID_DTYPE_##SN] = {CAST_B(CAST_ENT, ST, SN)},
-static const cast_fn cast_tab[NDT][NDT] = {CAST_A(CAST_TAB_ROW, _)};
-
-typedef struct cast_job {
-    int sd, dd;
-    size_t ss, ds;
-    const char *src;
-    char *dst;
-} cast_job;
-
-/* Elements [begin, end); float16 goes through float, a block at a time. */
-static void cast_range(void *vj, int64_t begin, int64_t end)
-{
-    const cast_job *j = vj;
-    const char *src = j->src + (size_t)begin * j->ss;
-    char *dst = j->dst + (size_t)begin * j->ds;
-    int64_t n = end - begin;
-    if (j->sd == j->dd) {
-        memcpy(dst, src, (size_t)n * j->ss);
-        return;
-    }
-    if (j->sd != BRAID_DTYPE_FLOAT16 && j->dd != BRAID_DTYPE_FLOAT16) {
-        cast_tab[j->sd][j->dd](src, dst, n);
-        return;
-    }
-    float buf[1024];
-    for (int64_t off = 0; off < n; off += 1024) {
-        int64_t c = BD_MIN(n - off, (int64_t)1024);
-        if (j->sd == BRAID_DTYPE_FLOAT16) {
-            const uint16_t *h = (const uint16_t *)src + off;
-            for (int64_t i = 0; i < c; i++) buf[i] = bd_half_to_float(h[i]);
-            cast_tab[BRAID_DTYPE_FLOAT][j->dd](buf, dst + (size_t)off * j->ds, c);
-        } else {
-            uint16_t *h = (uint16_t *)dst + off;
-            cast_tab[j->sd][BRAID_DTYPE_FLOAT](src + (size_t)off * j->ss, buf, c);
-            for (int64_t i = 0; i < c; i++) h[i] = bd_float_to_half(buf[i]);
-        }
-    }
-}
-
-static braid_status run_cast(const bd_kernel *k)
-{
-    cast_job j = {k->in[0].dtype, k->out[0].dtype, 0, 0, k->in[0].data, k->out[0].data};
-    j.ss = bd_dtype_size(j.sd);
-    j.ds = bd_dtype_size(j.dd);
-    if (j.sd < 0 || j.sd >= NDT || j.dd < 0 || j.dd >= NDT || !j.ss || !j.ds)
-        return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "cast from %s to %s is not supported",
-                       bd_dtype_name(j.sd), bd_dtype_name(j.dd));
-    bd_parallel_for(k->threads, bd_numel(&k->in[0]), MIN_CHUNK, cast_range, &j);
-    return BRAID_OK;
-}
-
-typedef struct un_job {
-    un_fn fn;
-    const char *x;
-    char *o;
-    size_t esz;
-    const un_ctx *c;
-} un_job;
-
-static void un_range(void *vj, int64_t begin, int64_t end)
-{
-    const un_job *j = vj;
-    j->fn(j->x + (size_t)begin * j->esz, j->o + (size_t)begin * j->esz, end - begin, j->c);
-}
-
 /* ---- dispatch ------------------------------------------------------------ */
 
-/* Clip's bound i (1 = min, 2 = max) in X's dtype: from the inputs (opset >= 11,
- * NULL when omitted) or from the attributes, converted into *buf. */
-static const void *clip_bound(const bd_kernel *k, int i, double attr, uint64_t *buf)
+/* Element 0 of an integer tensor, exactly. */
+static int64_t int_at(const bd_tensor *t)
 {
-    if (k->node->opset >= 11) {
-        if (i < k->n_in && k->in[i].dtype != BRAID_DTYPE_UNDEFINED && k->in[i].data)
-            return k->in[i].data;
-        return NULL;
+    switch (t->dtype) {
+    case BRAID_DTYPE_INT8: return *(const int8_t *)t->data;
+    case BRAID_DTYPE_INT16: return *(const int16_t *)t->data;
+    case BRAID_DTYPE_INT32: return *(const int32_t *)t->data;
+    case BRAID_DTYPE_INT64: return *(const int64_t *)t->data;
+    case BRAID_DTYPE_UINT8: return *(const uint8_t *)t->data;
+    case BRAID_DTYPE_UINT16: return *(const uint16_t *)t->data;
+    case BRAID_DTYPE_UINT32: return *(const uint32_t *)t->data;
+    case BRAID_DTYPE_UINT64: return (int64_t)*(const uint64_t *)t->data;
+    default: return 0;
     }
-    bd_tensor t = {.dtype = k->in[0].dtype, .data = buf};
-    bd_set_f64(&t, 0, attr);
-    return buf;
+}
+
+/* Clip's bound i (1 = min, 2 = max) for X's dtype dt into *b: the input
+ * (opset >= 11; omitted: no bound), or the attribute (before opset 11). */
+static void clip_bound(const bd_kernel *k, int i, double attr, int dt, un_bound *b)
+{
+    int hi = i == 2;
+    const bd_tensor *t = i < k->n_in ? &k->in[i] : NULL;
+    int given = k->node->opset >= 11 && t && t->dtype != BRAID_DTYPE_UNDEFINED && t->data;
+    if (dt == BRAID_DTYPE_FLOAT || dt == BRAID_DTYPE_DOUBLE) { /* every float kind reads exactly as double */
+        b->f = k->node->opset < 11 ? attr : given ? bd_get_f64(t, 0) : hi ? INFINITY : -INFINITY;
+    } else if (dt == BRAID_DTYPE_UINT8 || dt == BRAID_DTYPE_UINT16 || dt == BRAID_DTYPE_UINT32 ||
+               dt == BRAID_DTYPE_UINT64) {
+        uint64_t lim = dt == BRAID_DTYPE_UINT64 ? UINT64_MAX : ((uint64_t)1 << (8 * bd_dtype_size(dt))) - 1;
+        b->u = given ? (uint64_t)int_at(t) : hi ? lim : 0;
+    } else {
+        int bits = 8 * (int)bd_dtype_size(dt);
+        int64_t lim = bits >= 64 ? INT64_MAX : (int64_t)(((uint64_t)1 << (bits - 1)) - 1);
+        b->i = given ? int_at(t) : hi ? lim : -lim - 1;
+    }
+}
+
+static const bd_ew_fn *table(int op)
+{
+    switch (op) {
+    case BD_OP_Abs: return tab_ABS;
+    case BD_OP_Neg: return tab_NEG;
+    case BD_OP_Reciprocal: return tab_RECIP;
+    case BD_OP_Floor: return tab_FLOOR;
+    case BD_OP_Ceil: return tab_CEIL;
+    case BD_OP_Round: return tab_ROUND;
+    case BD_OP_Sign: return tab_SIGN;
+    case BD_OP_Exp: return tab_EXP;
+    case BD_OP_Log: return tab_LOG;
+    case BD_OP_Sqrt: return tab_SQRT;
+    case BD_OP_Erf: return tab_ERF;
+    case BD_OP_Tanh: return tab_TANH;
+    case BD_OP_Sin: return tab_sin;
+    case BD_OP_Cos: return tab_cos;
+    case BD_OP_Tan: return tab_tan;
+    case BD_OP_Asin: return tab_asin;
+    case BD_OP_Acos: return tab_acos;
+    case BD_OP_Atan: return tab_atan;
+    case BD_OP_Sinh: return tab_sinh;
+    case BD_OP_Cosh: return tab_cosh;
+    case BD_OP_Asinh: return tab_asinh;
+    case BD_OP_Acosh: return tab_acosh;
+    case BD_OP_Atanh: return tab_atanh;
+    case BD_OP_IsNaN: return tab_ISNAN;
+    case BD_OP_IsInf: return tab_ISINF;
+    case BD_OP_BitwiseNot: return tab_BNOT;
+    case BD_OP_Clip: return tab_CLIP;
+    default: return NULL;
+    }
 }
 
 braid_status bd_cpu_unary(const bd_kernel *k)
@@ -251,42 +244,21 @@ braid_status bd_cpu_unary(const bd_kernel *k)
     const bd_node *n = k->node;
     const bd_unary_params *p = n->params;
     int dt = k->in[0].dtype;
-    if (n->op == BD_OP_Cast) return run_cast(k);
-    un_ctx c = {p ? p->alpha : 0, p ? p->beta : 0, NULL, NULL};
-    uint64_t lo_buf = 0, hi_buf = 0;
-    const un_fn *tab = NULL;
-    un_fn fn = NULL;
-    switch (n->op) {
-    case BD_OP_Relu: tab = tab_RELU; break;
-    case BD_OP_Neg: tab = tab_NEG; break;
-    case BD_OP_Abs: tab = tab_ABS; break;
-    case BD_OP_LeakyRelu: tab = tab_LRELU; break;
-    case BD_OP_Sigmoid: tab = tab_SIGMOID; break;
-    case BD_OP_HardSigmoid: tab = tab_HSIG; break;
-    case BD_OP_HardSwish: tab = tab_HSWISH; break;
-    case BD_OP_Tanh: tab = tab_TANH; break;
-    case BD_OP_Exp: tab = tab_EXP; break;
-    case BD_OP_Log: tab = tab_LOG; break;
-    case BD_OP_Sqrt: tab = tab_SQRT; break;
-    case BD_OP_Erf: tab = tab_ERF; break;
-    case BD_OP_Reciprocal: tab = tab_RECIP; break;
-    case BD_OP_Floor: tab = tab_FLOOR; break;
-    case BD_OP_Ceil: tab = tab_CEIL; break;
-    case BD_OP_Clip:
-        tab = tab_CLIP;
-        c.lo = clip_bound(k, 1, p ? p->min : -INFINITY, &lo_buf);
-        c.hi = clip_bound(k, 2, p ? p->max : INFINITY, &hi_buf);
-        break;
-    case BD_OP_Not:
-        if (dt == BRAID_DTYPE_BOOL) fn = un_not;
-        break;
-    default: break;
+    /* narrow floats run the float kernel on converted blocks */
+    int kdt = bd_ew_narrow(dt) ? BRAID_DTYPE_FLOAT : dt;
+    un_ctx c = {.neg = p ? p->detect_neg : 1, .pos = p ? p->detect_pos : 1};
+    bd_ew_fn fn = NULL;
+    const bd_ew_fn *tab = table(n->op);
+    if (tab && kdt > 0 && kdt < NDT) fn = tab[kdt];
+    if (n->op == BD_OP_Not && dt == BRAID_DTYPE_BOOL) fn = un_not;
+    if (n->op == BD_OP_Clip) {
+        clip_bound(k, 1, p ? p->min : -INFINITY, kdt, &c.lo);
+        clip_bound(k, 2, p ? p->max : INFINITY, kdt, &c.hi);
     }
-    if (tab && dt >= 0 && dt < NDT) fn = tab[dt];
     if (!fn)
-        return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "%s has no CPU kernel for dtype %s",
-                       n->op_type, bd_dtype_name(dt));
-    un_job j = {fn, k->in[0].data, k->out[0].data, bd_dtype_size(dt), &c};
-    bd_parallel_for(k->threads, bd_numel(&k->in[0]), MIN_CHUNK, un_range, &j);
+        return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "%s has no CPU kernel for dtype %s", n->op_type,
+                       bd_dtype_name(dt));
+    bd_ew_map m = {fn, &c, dt, k->out[0].dtype, k->in[0].data, k->out[0].data};
+    bd_ew_map_run(&m, bd_numel(&k->in[0]), k->threads);
     return BRAID_OK;
 }
