@@ -56,7 +56,6 @@ void bd_set_f64(bd_tensor *t, int64_t i, double v)
     switch (t->dtype) {
     case BRAID_DTYPE_FLOAT: ((float *)t->data)[i] = (float)v; break;
     case BRAID_DTYPE_DOUBLE: ((double *)t->data)[i] = v; break;
-    case BRAID_DTYPE_FLOAT16: ((uint16_t *)t->data)[i] = bd_float_to_half((float)v); break;
     case BRAID_DTYPE_INT64: ((int64_t *)t->data)[i] = (int64_t)v; break;
     case BRAID_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)v; break;
     case BRAID_DTYPE_INT16: ((int16_t *)t->data)[i] = (int16_t)v; break;
