@@ -200,7 +200,7 @@ static braid_status read_node(bd_graph *g, name_map *m, const Onnx__NodeProto *n
     if (bd_domain_lookup(domain) < 0)
         return BD_FAIL(e, BRAID_ERR_UNSUPPORTED,
                        "node '%s' (%s): unsupported op '%s' in domain '%s': braid runs no op of that domain "
-                       "(it knows ai.onnx and com.microsoft)", name, op_type, op_type, domain);
+                       "(it knows ai.onnx, com.microsoft, ai.onnx.ml, ai.onnx.preview and ai.onnx.preview.training)", name, op_type, op_type, domain);
     int op = bd_op_lookup(domain, op_type, opset);
     if (op < 0) {
         int first = 0, last = bd_op_last_opset(domain, op_type, &first);

@@ -34,9 +34,15 @@ typedef enum bd_family {
 typedef enum bd_op {
 #define OP(name, fam, in, out, opsets, si, flags) BD_OP_##name,
 #define MSOP(name, fam, in, out, opsets, si, flags) BD_OP_MS_##name,
+#define MLOP(name, fam, in, out, opsets, si, flags) BD_OP_ML_##name,
+#define TROP(name, fam, in, out, opsets, si, flags) BD_OP_TR_##name,
+#define PVOP(name, fam, in, out, opsets, si, flags) BD_OP_PV_##name,
 #include "ops.def"
 #undef OP
 #undef MSOP
+#undef MLOP
+#undef TROP
+#undef PVOP
     BD_OP_COUNT
 } bd_op;
 
@@ -56,8 +62,15 @@ enum {
 };
 
 /* Domains braid knows. */
-typedef enum bd_domain { BD_DOM_ONNX = 0, BD_DOM_MS = 1, BD_DOM_COUNT } bd_domain;
-extern const char *const bd_domain_names[BD_DOM_COUNT]; /* "", "com.microsoft" */
+typedef enum bd_domain {
+    BD_DOM_ONNX = 0,     /* "" (also written "ai.onnx") */
+    BD_DOM_MS = 1,       /* "com.microsoft": onnxruntime's contrib ops */
+    BD_DOM_ML = 2,       /* "ai.onnx.ml" */
+    BD_DOM_TRAINING = 3, /* "ai.onnx.preview.training" */
+    BD_DOM_PREVIEW = 4,  /* "ai.onnx.preview" */
+    BD_DOM_COUNT
+} bd_domain;
+extern const char *const bd_domain_names[BD_DOM_COUNT];
 
 typedef struct bd_op_info {
     const char *name;

@@ -8,12 +8,19 @@
 const bd_op_info bd_op_table[BD_OP_COUNT] = {
 #define OP(name, fam, in, out, opsets, si, flags) {#name, BD_DOM_ONNX, BD_FAM_##fam, in, out, opsets, si, flags},
 #define MSOP(name, fam, in, out, opsets, si, flags) {#name, BD_DOM_MS, BD_FAM_##fam, in, out, opsets, si, flags},
+#define MLOP(name, fam, in, out, opsets, si, flags) {#name, BD_DOM_ML, BD_FAM_##fam, in, out, opsets, si, flags},
+#define TROP(name, fam, in, out, opsets, si, flags) {#name, BD_DOM_TRAINING, BD_FAM_##fam, in, out, opsets, si, flags},
+#define PVOP(name, fam, in, out, opsets, si, flags) {#name, BD_DOM_PREVIEW, BD_FAM_##fam, in, out, opsets, si, flags},
 #include "ops.def"
 #undef OP
 #undef MSOP
+#undef MLOP
+#undef TROP
+#undef PVOP
 };
 
-const char *const bd_domain_names[BD_DOM_COUNT] = {"", "com.microsoft"};
+const char *const bd_domain_names[BD_DOM_COUNT] = {"", "com.microsoft", "ai.onnx.ml", "ai.onnx.preview.training",
+                                                   "ai.onnx.preview"};
 
 const char *const bd_family_names[BD_FAM_COUNT] = {
 #define X(f) #f,
