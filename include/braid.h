@@ -157,6 +157,9 @@ braid_status braid_options_set_tf32(braid_options *o, int enable);
  * the branches concurrently is worth less (default on). 0 keeps every Add a
  * node of its own, e.g. to measure what folding gains. */
 braid_status braid_options_set_fold(braid_options *o, int enable);
+/* The most iterations one Loop node may run in a run; a loop that goes past
+ * it fails with BRAID_ERR_LIMIT naming the node. 0 = the default, 2^24. */
+braid_status braid_options_set_loop_limit(braid_options *o, int64_t n);
 /* Chrome trace-event JSON written at session destruction; NULL turns it off. */
 braid_status braid_options_set_profile(braid_options *o, const char *path);
 
