@@ -22,6 +22,7 @@ typedef struct cli_opts {
     braid_backend backend;
     int streams, threads, cuda_graph, tf32, no_fold;
     int iterations, warmup;
+    long long loop_limit; /* 0: the library's default */
     double atol, rtol;
     int have_atol, have_rtol;
 } cli_opts;

@@ -21,6 +21,7 @@ static const char usage[] =
     "  --cuda-graph              (capture the run once as a CUDA graph)\n"
     "  --tf32                    (let cuBLAS/cuDNN use TF32 for fp32 work)\n"
     "  --no-fold                 (keep every Add apart from the Conv that feeds it)\n"
+    "  --loop-limit N            (most iterations of one Loop node; default 2^24)\n"
     "  --atol A --rtol R         (check: tolerances instead of the test case's)\n";
 
 int cli_fail(const char *fmt, ...)
@@ -79,6 +80,11 @@ int main(int argc, char **argv)
             int *dst = a[2] == 's' ? &o.streams : a[2] == 't' ? &o.threads : a[2] == 'i' ? &o.iterations : &o.warmup;
             int lo = a[2] == 'i' ? 1 : 0, hi = a[2] == 's' ? 64 : 1000000;
             if (parse_int(v, lo, hi, dst)) { fprintf(stderr, "braid: %s must be an integer from %d to %d, not '%s'\n", a, lo, hi, v); return CLI_USAGE; }
+        } else if (!strcmp(a, "--loop-limit")) {
+            char *end;
+            long long n = strtoll(v, &end, 10);
+            if (!*v || *end || n < 1) { fprintf(stderr, "braid: --loop-limit must be a positive integer, not '%s'\n", v); return CLI_USAGE; }
+            o.loop_limit = n;
         } else if (!strcmp(a, "--atol") || !strcmp(a, "--rtol")) {
             char *end;
             double d = strtod(v, &end);

@@ -340,6 +340,7 @@ const bd_backend bd_backend_cuda = {
     .prepare = bd_cuda_plan_prepare,
     .release = bd_cuda_plan_release,
     .run = bd_cuda_plan_run,
+    .read = bd_cuda_read,
     .alloc_shared = cuda_alloc_shared,
     .free_shared = cuda_free_shared,
     .counts = bd_cuda_counts,

@@ -61,6 +61,14 @@ void bd_cu_event_destroy(cuda_state *s, cudaEvent_t ev);
 /* Grows the stream pool to n streams (each with its handles and workspace). */
 braid_status bd_cu_pool_grow(cuda_state *s, int n, bd_err *e);
 
+/* Control flow and run-time shapes (cuda_control.c): the enqueue walk
+ * launches every node through bd_cuda_node_launch (pool_stream: the node's
+ * pool stream; pool_end: the first pool stream past the plan's own); the
+ * backend's read (a copy to the host of finished work). */
+braid_status bd_cuda_node_launch(cuda_state *s, bd_prepared *p, int li, int pool_stream, int pool_end,
+                                 bd_cuda_kernel *k);
+braid_status bd_cuda_read(void *state, void *dst, const void *src, size_t n, bd_err *e);
+
 /* The plan half of the backend (cuda_plan.c). */
 braid_status bd_cuda_plan_prepare(void *state, bd_prepared *p, bd_err *e);
 void bd_cuda_plan_release(void *state, bd_prepared *p);

@@ -223,7 +223,7 @@ static braid_status launch(walk *w, int stream, int li, bd_err *e)
                         .workspace = cs->ws, .workspace_size = cs->ws_size, .cache = &w->cp->cache[li],
                         .allow_tf32 = w->s->allow_tf32, .err = e};
     if (w->profile) BD_CUDA_TRY(e, cudaEventRecord(w->cp->prof[1 + 2 * li], cs->s));
-    st = bd_cuda_run(&k);
+    st = bd_cuda_node_launch(w->s, p, li, stream, p->plan.n_streams, &k);
     if (st) goto fail;
     if (w->profile) BD_CUDA_TRY(e, cudaEventRecord(w->cp->prof[2 + 2 * li], cs->s));
     return BRAID_OK;
