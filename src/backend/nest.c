@@ -580,6 +580,13 @@ braid_status bd_nest_run(bd_nest **slot, const bd_nest_ops *ops, const bd_nest_c
     }
 }
 
+int bd_nest_plan_count(const bd_nest *n, int s)
+{
+    int c = 0;
+    while (n && s < n->n_sub && c < NEST_CACHE && n->sub[s].plans[c]) c++;
+    return c;
+}
+
 void bd_nest_print(FILE *f, const bd_nest *n, int indent)
 {
     if (!n) return;

@@ -44,6 +44,8 @@ struct bd_nest;
 braid_status bd_nest_run(struct bd_nest **slot, const bd_nest_ops *ops, const bd_nest_call *c, bd_err *e);
 /* Releases the nested plans and buffers (nothing of theirs may still run). */
 void bd_nest_free(struct bd_nest *n);
+/* How many first stages subgraph s holds now (tests: cache reuse). */
+int bd_nest_plan_count(const struct bd_nest *n, int s);
 /* Prints the nested plans made so far, indented. */
 void bd_nest_print(FILE *f, const struct bd_nest *n, int indent);
 

@@ -449,6 +449,10 @@ static braid_status expand_function(load_ctx *c, scope *sc, const Onnx__Function
     Onnx__AttributeProto **attrs = NULL, *acopies = NULL;
     size_t n_attr = 0;
     frame fr = {.up = c->fr, .f = f, .call = np};
+    for (const frame *up = c->fr; up; up = up->up)
+        if (up->f == f)
+            return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "function '%s' calls itself, directly or through other functions",
+                           f->name);
     if (c->depth >= BD_LOAD_MAX_DEPTH)
         return BD_FAIL(e, BRAID_ERR_LIMIT, "subgraphs and functions nest deeper than %d levels (a function "
                        "that calls itself?)", BD_LOAD_MAX_DEPTH);
