@@ -15,7 +15,7 @@ set_tests_properties(gen/models PROPERTIES FIXTURES_SETUP models TIMEOUT 600)
 add_test(NAME onnx_node/cpu COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/onnx_node/run.py ${BRAID_BIN} ${NODE_DATA} --min-pass 350)
 set_tests_properties(onnx_node/cpu PROPERTIES FIXTURES_REQUIRED node_data LABELS node TIMEOUT 1500)
 
-foreach(model two_conv_add inception fpn wide race residual affine)
+foreach(model two_conv_add inception fpn wide race residual affine if_branches loop)
   foreach(streams 1 2 4 0)
     add_test(NAME models/${model}/streams${streams} COMMAND ${BRAID_BIN} check ${MODELS}/${model} --backend cpu --streams ${streams})
     set_tests_properties(models/${model}/streams${streams} PROPERTIES FIXTURES_REQUIRED models LABELS models TIMEOUT 300)
