@@ -264,6 +264,7 @@ braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, const unsign
     BD_CHECK_ALLOC(e, p->sig);
     p->sig_len = bd_signature(g, inputs, known, p->sig, len);
     BD_TRY(bd_inst_build(g, inputs, known, &p->inst, e));
+    p->g = p->inst.g; /* a flat graph where an If was replaced by its branch */
     BD_TRY(plan_inst(p, e));
     return BRAID_OK;
 fail:
@@ -276,11 +277,12 @@ braid_status bd_prepare_next(bd_prepared *prev, const bd_tensor *actual, bd_prep
     braid_status st = BRAID_OK;
     const bd_graph *g = prev->g;
     memset(p, 0, sizeof *p);
-    p->g = g;
+    p->g = prev->g;
     p->opts = prev->opts;
     p->known = prev->known;
     p->prev = prev;
     BD_TRY(bd_inst_next(&prev->inst, actual, &p->inst, e));
+    p->g = p->inst.g;
     BD_TRY(plan_inst(p, e));
     /* Values of earlier stages that this one reads, and the stage of each. */
     for (int v = 0; v < g->n_values; v++) p->n_ext += (p->inst.vflag[v] & BD_IV_EXTERNAL) != 0;

@@ -109,7 +109,8 @@ fail:
     return st;
 }
 
-/* The stage after p for its boundary in actual (key sig): cached or made. */
+/* The stage after p for its boundary in actual (key sig, which it takes):
+ * cached or made. */
 static braid_status next_stage(bd_prepared *p, const bd_tensor *actual, int64_t *sig, int len, bd_prepared **out,
                                bd_err *e)
 {
@@ -120,12 +121,15 @@ static braid_status next_stage(bd_prepared *p, const bd_tensor *actual, int64_t 
         c++;
     if (c == C || !p->next[c]) {
         bd_prepared *q = bd_calloc(1, sizeof *q);
-        if (!q) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!q) {
+            bd_free(sig);
+            return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+        }
         st = bd_prepare_next(p, actual, q, e);
         if (!st) st = bd_stage_prepare(p->runner, q, e);
         if (st) {
             bd_free(q);
-            bd_err_prefix(e, "stage %d: ", p->inst.stage + 1);
+            bd_free(sig);
             return st;
         }
         q->bsig = sig;

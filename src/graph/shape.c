@@ -118,6 +118,7 @@ void bd_inst_free(bd_inst *x)
     }
     bd_free(x->fused);
     bd_free((void *)x->node);
+    bd_flat_free(x->flat, x->flat_own);
     memset(x, 0, sizeof *x);
 }
 
@@ -188,23 +189,53 @@ static void wait_later(bd_inst *x, int i, const bd_node *n)
 
 /* Infers (and folds, or makes live) the pending nodes in topological order;
  * a node that needs a value of a later stage waits. */
-static braid_status infer_pending(bd_inst *x, const unsigned char *pending, bd_err *e)
+/* Scratch input and output slots for every node of x->g. */
+static braid_status slots(const bd_inst *x, bd_tensor **in, bd_tensor **out, int *max_in, int *max_out, bd_err *e)
+{
+    const bd_graph *g = x->g;
+    *max_in = *max_out = 1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        *max_in = BD_MAX(*max_in, bd_node_slots(x->node[i]));
+        *max_out = BD_MAX(*max_out, x->node[i]->n_out);
+    }
+    bd_free(*in);
+    bd_free(*out);
+    *in = bd_calloc((size_t)*max_in, sizeof **in);
+    *out = bd_calloc((size_t)*max_out, sizeof **out);
+    return *in && *out ? BRAID_OK : BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+}
+
+static braid_status infer_pending(bd_inst *x, const unsigned char *pending_in, bd_err *e)
 {
     braid_status st = BRAID_OK;
     const bd_graph *g = x->g;
     bd_tensor *in = NULL, *out = NULL;
     int max_in = 1, max_out = 1;
-    for (int i = 0; i < g->n_nodes; i++) {
-        max_in = BD_MAX(max_in, bd_node_slots(&g->nodes[i]));
-        max_out = BD_MAX(max_out, g->nodes[i].n_out);
-    }
-    in = bd_calloc((size_t)max_in, sizeof *in);
-    out = bd_calloc((size_t)max_out, sizeof *out);
-    BD_CHECK_ALLOC(e, in && out);
+    unsigned char *pending = bd_malloc((size_t)g->n_nodes + 1);
+    BD_CHECK_ALLOC(e, pending);
+    memcpy(pending, pending_in, (size_t)g->n_nodes);
+    BD_TRY(slots(x, &in, &out, &max_in, &max_out, e));
     for (int i = 0; i < g->n_nodes; i++) {
         if (!pending[i]) continue;
         const bd_node *n = x->node[i];
         int all_const = 1, wait = 0;
+        /* An If whose condition is known now is replaced by its branch (in
+         * the first stage; later stages keep the graph they were given). */
+        if (n->op == BD_OP_If && x->stage == 0 && n->in[0] >= 0 && x->vals[n->in[0]].data &&
+            !(x->vflag[n->in[0]] & (BD_IV_LATER | BD_IV_RUNTIME))) {
+            int b = *(const unsigned char *)x->vals[n->in[0]].data ? 0 : 1;
+            st = bd_inst_inline_if(x, i, b, e);
+            if (st) { bd_err_prefix(e, "node '%s' (If): ", n->name); goto fail; }
+            g = x->g;
+            bd_free(pending);
+            pending = bd_malloc((size_t)g->n_nodes + 1);
+            BD_CHECK_ALLOC(e, pending);
+            memset(pending, 0, (size_t)i);
+            memset(pending + i, 1, (size_t)(g->n_nodes - i) + 1);
+            BD_TRY(slots(x, &in, &out, &max_in, &max_out, e));
+            i--; /* the branch's first node takes the If's place */
+            continue;
+        }
         /* Slots past the node's inputs read as omitted inputs, never as the
          * last node's (families may look at an optional input's dtype). */
         for (int k = 0; k < max_in; k++) { memset(&in[k], 0, sizeof in[k]); in[k].rank = -1; }
@@ -280,6 +311,7 @@ static braid_status infer_pending(bd_inst *x, const unsigned char *pending, bd_e
 fail:
     bd_free(in);
     bd_free(out);
+    bd_free(pending);
     return st;
 }
 

@@ -43,7 +43,16 @@ typedef struct bd_inst {
     const bd_node **node;
     bd_node *fused;           /* the rewritten copies */
     int n_fused;
+    /* When an If was replaced by its branch (src/graph/inline.c), g is a
+     * flat graph of this instance's own (later stages share it). */
+    bd_graph *flat;
+    unsigned char *flat_own;
 } bd_inst;
+
+/* Replaces If node `at` of x (its condition known) by branch b (0: then,
+ * 1: else): x->g becomes a flat graph, nodes from `at` on still to infer. */
+braid_status bd_inst_inline_if(bd_inst *x, int at, int b, bd_err *e);
+void bd_flat_free(bd_graph *g, unsigned char *own);
 
 /* inputs: one per graph input (g->inputs order); only dtype and shape are
  * read, and the data of small inputs that decide shapes (plan values).

@@ -274,6 +274,99 @@ static void test_if_const_and_nested(void)
     check_all(m, 2, in, 1, D3, (float[]){2, 3, 4}, 0, NULL, NULL, __LINE__);
     in[0].data = &f;
     check_all(m, 2, in, 1, D3, (float[]){0, 1, 2}, 0, NULL, NULL, __LINE__);
+    /* The outer If is gone from the plan: its then branch took its place, so
+     * the inner If is a node of the model's own plan (its condition is only
+     * known at run time), and the else branch was never planned. */
+    braid_session *s = NULL;
+    CHECK_EQ_INT(braid_session_create(m, NULL, &s), BRAID_OK);
+    braid_tensor out;
+    CHECK_EQ_INT(braid_session_run(s, 2, in, 1, &out), BRAID_OK);
+    const bd_prepared *p = NULL;
+    bd_err e = {0};
+    CHECK_EQ_INT(bd_session_plan(s, in, &p, &e), BRAID_OK);
+    CHECK(p->inst.flat != NULL);
+    CHECK_EQ_INT(p->g->n_nodes, 1);
+    CHECK_EQ_INT(p->n_live, 1);
+    CHECK(!strcmp(p->inst.node[p->live[0]]->name, "inner"));
+    CHECK_EQ_INT(bd_nest_plan_count(p->nest[0], 1), 1); /* c2 false: the inner else branch */
+    CHECK_EQ_INT(bd_nest_plan_count(p->nest[0], 0), 0);
+    braid_session_destroy(s);
+    braid_model_destroy(m);
+    mb_free(&b);
+}
+
+/* A known condition whose branch works beside the rest of the graph: the
+ * branch's two nodes join the model's plan, and with two streams the outer
+ * Exp runs on a stream of its own beside them. Branch outputs that are a
+ * capture and a constant of the branch go out through Identity nodes. */
+static void test_if_inline_concurrent(void)
+{
+    mb b = {0};
+    mb_model mm;
+    braid_model *m = NULL;
+    Onnx__GraphProto *g = mb_graph(&b, "main"), *th = mb_graph(&b, "then"), *el = mb_graph(&b, "else");
+    unsigned char ct = 1;
+    int64_t big[] = {256, 256};
+    float kc[] = {7, 8, 9};
+    mb_input(&b, g, "x", BRAID_DTYPE_FLOAT, 2, big);
+    mb_init(&b, g, "c", BRAID_DTYPE_BOOL, 0, NULL, &ct, 1);
+    mb_node(&b, g, "Exp", "x", "ex", "outer_exp");
+    mb_node(&b, th, "Neg", "x", "t1", "then_neg");
+    mb_node(&b, th, "Tanh", "t1", "t2", "then_tanh");
+    mb_init(&b, th, "kc", BRAID_DTYPE_FLOAT, 1, D3, kc, sizeof kc);
+    mb_output(&b, th, "t2", BRAID_DTYPE_FLOAT, 2, big);
+    mb_output(&b, th, "x", BRAID_DTYPE_FLOAT, 2, big);
+    mb_output(&b, th, "kc", BRAID_DTYPE_FLOAT, 1, D3);
+    mb_node(&b, el, "Sigmoid", "x", "e1", NULL);
+    mb_output(&b, el, "e1", BRAID_DTYPE_FLOAT, 2, big);
+    mb_output(&b, el, "e1", BRAID_DTYPE_FLOAT, 2, big);
+    mb_output(&b, el, "kc2", BRAID_DTYPE_FLOAT, 1, D3);
+    mb_init(&b, el, "kc2", BRAID_DTYPE_FLOAT, 1, D3, kc, sizeof kc);
+    Onnx__NodeProto *n = mb_node(&b, g, "If", "c", "y,xb,k", "if");
+    mb_attr_g(&b, n, "then_branch", th);
+    mb_attr_g(&b, n, "else_branch", el);
+    mb_node(&b, g, "Add", "ex,y", "z", "join");
+    mb_output(&b, g, "z", BRAID_DTYPE_FLOAT, 2, big);
+    mb_output(&b, g, "xb", BRAID_DTYPE_FLOAT, 2, big);
+    mb_output(&b, g, "k", BRAID_DTYPE_FLOAT, 1, D3);
+    mb_model_init(&b, &mm, g, 17);
+    LOAD_OK(&b, &mm, &m);
+    float *x = malloc(256 * 256 * sizeof *x);
+    for (int i = 0; i < 256 * 256; i++) x[i] = (float)(i % 7) * 0.25f - 0.75f;
+    braid_tensor in[1] = {{BRAID_DTYPE_FLOAT, 2, {256, 256}, x}};
+    braid_options *o = NULL;
+    braid_session *s = NULL;
+    braid_options_create(&o);
+    braid_options_set_backend(o, BRAID_BACKEND_CPU);
+    braid_options_set_max_streams(o, 2);
+    CHECK_EQ_INT(braid_session_create(m, o, &s), BRAID_OK);
+    braid_tensor out[3];
+    CHECK_EQ_INT(braid_session_run(s, 1, in, 3, out), BRAID_OK);
+    int bad = 0;
+    for (int i = 0; i < 256 * 256; i++) {
+        float want = expf(x[i]) + tanhf(-x[i]);
+        bad += fabsf(((float *)out[0].data)[i] - want) > 1e-6f * (1 + fabsf(want));
+        bad += ((float *)out[1].data)[i] != x[i];
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK(!memcmp(out[2].data, kc, sizeof kc));
+    const bd_prepared *p = NULL;
+    bd_err e = {0};
+    CHECK_EQ_INT(bd_session_plan(s, in, &p, &e), BRAID_OK);
+    /* Exp, Neg, Tanh, two Identities (x and kc given back), Add; no If. */
+    CHECK_EQ_INT(p->n_live, 5); /* the Identity of the constant kc folds */
+    int streams_of_branch = -1, stream_of_exp = -1;
+    for (int i = 0; i < p->n_live; i++) {
+        const char *nm = p->inst.node[p->live[i]]->name;
+        CHECK(strcmp(p->inst.node[p->live[i]]->op_type, "If") != 0);
+        if (!strcmp(nm, "then_tanh")) streams_of_branch = p->plan.node_stream[i];
+        if (!strcmp(nm, "outer_exp")) stream_of_exp = p->plan.node_stream[i];
+    }
+    CHECK_EQ_INT(p->plan.n_streams, 2);
+    CHECK(streams_of_branch >= 0 && stream_of_exp >= 0 && streams_of_branch != stream_of_exp);
+    braid_session_destroy(s);
+    braid_options_destroy(o);
+    free(x);
     braid_model_destroy(m);
     mb_free(&b);
 }
@@ -645,6 +738,7 @@ int main(void)
     test_if_runtime();
     test_if_union();
     test_if_const_and_nested();
+    test_if_inline_concurrent();
     test_if_errors();
     test_loop_forms();
     test_loop_carried();

@@ -265,6 +265,7 @@ static braid_status upload_weights(cuda_state *s, const bd_graph *g, bd_err *e)
     braid_status st = BRAID_OK;
     s->weight_off = bd_malloc(((size_t)g->n_values + 1) * sizeof *s->weight_off);
     BD_CHECK_ALLOC(e, s->weight_off);
+    s->n_weight_off = g->n_values;
     size_t total = 0;
     for (int v = 0; v < g->n_values; v++) {
         const bd_value *val = &g->values[v];

@@ -41,11 +41,18 @@ typedef struct cuda_state {
     int n_streams;
     void *weights;          /* every initializer, one allocation */
     size_t weights_size;
-    size_t *weight_off;     /* per value: offset in weights, or SIZE_MAX */
+    size_t *weight_off;     /* per value of the model's graph: offset in weights, or SIZE_MAX */
+    int n_weight_off;       /* values weight_off covers (a plan's flat graph may have more) */
     bd_cuda_live live;    /* this session's live objects */
     struct shared_buf { void *p; size_t n; } *shared; /* the caller's host-shared input buffers */
     int n_shared, cap_shared;
 } cuda_state;
+
+/* Value v's offset in the session's weights, SIZE_MAX when it has none. */
+static inline size_t bd_cu_weight_off(const cuda_state *s, int v)
+{
+    return v >= 0 && v < s->n_weight_off ? s->weight_off[v] : SIZE_MAX;
+}
 
 /* 1 when [p, p + n) lies in one of the session's host-shared buffers. */
 int bd_cu_is_shared(const cuda_state *s, const void *p, size_t n);

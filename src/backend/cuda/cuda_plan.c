@@ -74,7 +74,7 @@ static braid_status upload_consts(cuda_state *s, cuda_plan *cp, bd_prepared *p, 
     size_t total = 0, bytes;
     for (int v = 0; v < g->n_values; v++) {
         const bd_tensor *t = &p->inst.vals[v];
-        if (!t->data || s->weight_off[v] != SIZE_MAX) continue;
+        if (!t->data || bd_cu_weight_off(s, v) != SIZE_MAX) continue;
         BD_TRY(bd_tensor_nbytes(t, &bytes, e));
         total += align_up(bytes);
     }
@@ -83,7 +83,7 @@ static braid_status upload_consts(cuda_state *s, cuda_plan *cp, bd_prepared *p, 
     size_t off = 0;
     for (int v = 0; v < g->n_values; v++) {
         const bd_tensor *t = &p->inst.vals[v];
-        if (!t->data || s->weight_off[v] != SIZE_MAX) continue;
+        if (!t->data || bd_cu_weight_off(s, v) != SIZE_MAX) continue;
         BD_TRY(bd_tensor_nbytes(t, &bytes, e));
         if (bytes) BD_CUDA_TRY(e, cudaMemcpy((char *)cp->consts + off, t->data, bytes, cudaMemcpyHostToDevice));
         p->vals[v].data = (char *)cp->consts + off;
@@ -146,7 +146,7 @@ braid_status bd_cuda_plan_prepare(void *state, bd_prepared *p, bd_err *e)
 
     /* Constants: initializers live in the session's weights; folded values here. */
     for (int v = 0; v < g->n_values; v++)
-        if (s->weight_off[v] != SIZE_MAX && p->inst.vals[v].data)
+        if (bd_cu_weight_off(s, v) != SIZE_MAX && p->inst.vals[v].data)
             p->vals[v].data = (char *)s->weights + s->weight_off[v];
     BD_TRY(upload_consts(s, cp, p, e));
     /* Intermediates in the arena. */
