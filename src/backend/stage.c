@@ -221,13 +221,15 @@ void bd_stages_print(FILE *f, const bd_prepared *p, int indent)
                 }
                 const bd_node *n = p->inst.node[p->live[cmd.arg]];
                 fprintf(f, "%*sstream %d: launch %s", indent, "", s, n->name);
-                if (n->op == BD_OP_If)
-                    fprintf(f, " (If: %s)", p->inst.vals[n->in[0]].data ? "its condition is known when planned"
-                                                                          : "its condition is read on the host");
-                else if (n->op == BD_OP_Loop && bd_node_formal_in(n) > 1 && n->in[1] >= 0)
-                    fprintf(f, " (Loop: its condition is read on the host after every iteration)");
-                else if (n->op == BD_OP_Loop && bd_node_formal_in(n) > 0 && n->in[0] >= 0)
-                    fprintf(f, " (Loop: its trip count is read on the host)");
+                int cond = bd_node_formal_in(n) > 1 && n->in[1] >= 0, trips = bd_node_formal_in(n) > 0 && n->in[0] >= 0;
+                if (n->op == BD_OP_If && p->inst.vals[n->in[0]].data)
+                    fprintf(f, " (If: its condition was known when planned)");
+                else if (n->op == BD_OP_If)
+                    fprintf(f, " (If: its condition is read on the host, one synchronization on CUDA)");
+                else if (n->op == BD_OP_Loop && (cond || trips))
+                    fprintf(f, " (Loop: %s%s%s read on the host, %s on CUDA)", trips ? "M" : "", trips && cond ? " and " : "",
+                            cond ? "its condition, then the body's after every iteration," : "",
+                            cond ? "one synchronization each" : "one synchronization");
                 fprintf(f, "\n");
                 if (p->nest && p->nest[cmd.arg]) bd_nest_print(f, p->nest[cmd.arg], indent + 4);
             }

@@ -158,7 +158,7 @@ def main():
     m = graph([helper.make_node("If", ["c"], ["y"], name="branchy", then_branch=then_g, else_branch=else_g)], [cond, x], [y])
     expect(["info", save(m, "if_ok.onnx")], 0, "nodes: 1 (3 with subgraphs and functions)", "Add", "Neg",
            "unsupported ops: 0")
-    expect(["plan", save(m, "if_ok.onnx")], 0, "launch branchy (If: its condition is read on the host)")
+    expect(["plan", save(m, "if_ok.onnx")], 0, "launch branchy (If: its condition is read on the host, one synchronization on CUDA)")
     loop = os.path.join(models, "loop", "model.onnx")
     expect(["run", loop, "--loop-limit", "2"], 1, "node 'loop' (Loop): ran past the session's loop limit of 2 "
            "iterations (braid_options_set_loop_limit, --loop-limit)")
