@@ -446,8 +446,8 @@ static braid_status expand_function(load_ctx *c, scope *sc, const Onnx__Function
 {
     braid_status st = BRAID_OK;
     Onnx__NodeProto *copies = NULL, **ptrs = NULL;
-    Onnx__AttributeProto **attrs = NULL, *acopies = NULL;
-    size_t n_attr = 0;
+    Onnx__AttributeProto **attrs = NULL, *acopies = NULL, **defaults = NULL;
+    size_t n_attr = 0, n_def = 0;
     frame fr = {.up = c->fr, .f = f, .call = np};
     for (const frame *up = c->fr; up; up = up->up)
         if (up->f == f)
@@ -467,6 +467,28 @@ static braid_status expand_function(load_ctx *c, scope *sc, const Onnx__Function
     /* The body's nodes as the graph will read them: attribute references
      * replaced by the call's attributes (dropped where the call has none, so
      * the op's default applies). Names are translated when read. */
+    /* Default values of the function's attributes (FunctionProto field 11,
+     * attribute_proto, newer than the onnx.proto braid is built with: read
+     * from the unknown fields). */
+    defaults = bd_calloc(f->base.n_unknown_fields + 1, sizeof *defaults);
+    BD_CHECK_ALLOC(e, defaults);
+    for (unsigned u = 0; u < f->base.n_unknown_fields; u++) {
+        const ProtobufCMessageUnknownField *uf = &f->base.unknown_fields[u];
+        if (uf->tag != 11 || uf->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED) continue;
+        /* The field's bytes begin with their length (a varint). */
+        size_t at = 0, len = 0;
+        for (int sh = 0; at < uf->len && sh < 64; sh += 7) {
+            len |= (size_t)(uf->data[at] & 0x7f) << sh;
+            if (!(uf->data[at++] & 0x80)) break;
+        }
+        if (len == uf->len - at) defaults[n_def] = onnx__attribute_proto__unpack(&bd_pb_allocator, len, uf->data + at);
+        if (!defaults[n_def]) {
+            st = BD_FAIL(e, BRAID_ERR_PARSE, "function '%s': a default attribute value is not a valid AttributeProto",
+                         f->name);
+            goto fail;
+        }
+        n_def++;
+    }
     for (size_t i = 0; i < f->n_node; i++) n_attr += f->node[i]->n_attribute;
     copies = bd_calloc(f->n_node + 1, sizeof *copies);
     ptrs = bd_calloc(f->n_node + 1, sizeof *ptrs);
@@ -484,7 +506,9 @@ static braid_status expand_function(load_ctx *c, scope *sc, const Onnx__Function
             const Onnx__AttributeProto *given = NULL;
             for (size_t q = 0; q < np->n_attribute && !given; q++)
                 if (np->attribute[q]->name && !strcmp(np->attribute[q]->name, ap->ref_attr_name)) given = np->attribute[q];
-            if (!given) continue;
+            for (size_t q = 0; q < n_def && !given; q++) /* the call leaves it out: the function's default */
+                if (defaults[q]->name && !strcmp(defaults[q]->name, ap->ref_attr_name)) given = defaults[q];
+            if (!given) continue; /* no default either: the op's own applies */
             acopies[k] = *given;
             acopies[k].name = ap->name;
             attrs[k] = &acopies[k];
@@ -500,6 +524,8 @@ static braid_status expand_function(load_ctx *c, scope *sc, const Onnx__Function
     c->fr = fr.up;
     if (st) bd_err_prefix(e, "function '%s': ", f->name);
 fail:
+    for (size_t q = 0; q < n_def; q++) onnx__attribute_proto__free_unpacked(defaults[q], &bd_pb_allocator);
+    bd_free(defaults);
     bd_free(fr.prefix);
     bd_free(copies);
     bd_free(ptrs);

@@ -1,9 +1,9 @@
 /* test_functions.c: model-local functions (ModelProto.functions) expanded at
  * load: formal inputs and outputs bound to the call's names, internal names
  * kept apart from the graph's (the main graph has its own "T"), attributes
- * referenced with ref_attr_name taken from the call (or the op's default when
- * the call has none), functions that call functions, and a function that
- * calls itself refused. Expected numbers by hand. */
+ * referenced with ref_attr_name taken from the call (else the function's
+ * declared default, else the op's), functions that call functions, and a
+ * function that calls itself refused. Expected numbers by hand. */
 #include <stdlib.h>
 
 #include "api_internal.h"
@@ -112,10 +112,56 @@ static void test_nested(void)
     mb_free(&b);
 }
 
+/* A default declared by the function (FunctionProto.attribute_proto, field
+ * 11, newer than the onnx.proto braid is built with) applies where the call
+ * leaves the attribute out: here alpha = 0.25, not LeakyRelu's 0.01. */
+static void test_default(void)
+{
+    mb b = {0};
+    mb_model mm;
+    braid_model *m = NULL;
+    Onnx__GraphProto *g = mb_graph(&b, "main");
+    float one = 1;
+    mb_input(&b, g, "x", BRAID_DTYPE_FLOAT, 1, D2);
+    mb_init(&b, g, "s", BRAID_DTYPE_FLOAT, 0, NULL, &one, 4);
+    Onnx__NodeProto *call = mb_node(&b, g, "Scale", "x,s", "y", "call");
+    call->domain = mb_str(&b, "local");
+    mb_output(&b, g, "y", BRAID_DTYPE_FLOAT, 1, D2);
+    mb_model_init(&b, &mm, g, 17);
+    mb_model_domain(&b, &mm, "local", 1);
+    add_scale(&b, &mm);
+    Onnx__FunctionProto *f = mm.m.functions[0];
+    Onnx__AttributeProto def;
+    onnx__attribute_proto__init(&def);
+    def.name = "alpha";
+    def.has_type = 1;
+    def.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    def.has_f = 1;
+    def.f = 0.25f;
+    size_t len = onnx__attribute_proto__get_packed_size(&def);
+    uint8_t *bytes = mb_alloc(&b, len + 1);
+    bytes[0] = (uint8_t)len; /* under 128: one varint byte */
+    onnx__attribute_proto__pack(&def, bytes + 1);
+    ProtobufCMessageUnknownField *uf = mb_alloc(&b, sizeof *uf);
+    *uf = (ProtobufCMessageUnknownField){.tag = 11, .wire_type = PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED, .len = len + 1,
+                                         .data = bytes};
+    f->base.n_unknown_fields = 1;
+    f->base.unknown_fields = uf;
+    CHECK_EQ_INT(mb_load(&b, &mm, &m), BRAID_OK);
+    if (!m) { fprintf(stderr, "%s\n", braid_last_error()); mb_free(&b); return; }
+    float x[] = {-4, 4}, y[2];
+    CHECK_EQ_INT(run1(m, x, y), BRAID_OK);
+    CHECK_NEAR(y[0], -1, 0, 0);
+    CHECK_NEAR(y[1], 4, 0, 0);
+    braid_model_destroy(m);
+    mb_free(&b);
+}
+
 int main(void)
 {
     test_call(1);
     test_call(0);
     test_nested();
+    test_default();
     return check_done();
 }
