@@ -246,7 +246,17 @@ static braid_status infer_pending(bd_inst *x, const unsigned char *pending_in, b
             if (!in[k].data) all_const = 0;
             if (x->vflag[v] & (BD_IV_LATER | BD_IV_RUNTIME)) wait = 1;
         }
-        if (wait) { wait_later(x, i, n); continue; }
+        if (wait) {
+            /* Its shape inputs made by now are read at this stage's end too,
+             * so that it need not wait a second time for their values. */
+            for (int k = 0; k < n->n_in; k++) {
+                int v = n->in[k];
+                if (v >= 0 && !in[k].data && bd_op_shape_input(n->op, k) && !(x->vflag[v] & BD_IV_LATER))
+                    x->vflag[v] |= BD_IV_READBACK;
+            }
+            wait_later(x, i, n);
+            continue;
+        }
         for (int k = 0; k < n->n_out; k++) { memset(&out[k], 0, sizeof out[k]); out[k].rank = -1; }
         st = bd_op_infer(n, in, out, e);
         if (st == BRAID_ERR_UNSUPPORTED) {

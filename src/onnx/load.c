@@ -1,7 +1,22 @@
 /* load.c: a ModelProto to braid's IR. Checks what ONNX requires (opsets,
  * known ops, arity, attribute types, names that resolve, no cycles) and turns
  * Constant nodes into constant values. Every failure names the node, its op
- * and the problem; malformed bytes give PARSE, never a crash. */
+ * and the problem; malformed bytes give PARSE, never a crash.
+ *
+ * Subgraphs: a GRAPH attribute is read into a graph of its own, validated
+ * like the model's (sorted, fused, every name resolved). A name a subgraph
+ * does not define is looked up in the enclosing graphs (scopes): found, it
+ * becomes a capture (an input of the subgraph after its formal ones) and an
+ * implicit input of the node that owns the subgraph, up every level between;
+ * not found, the load fails naming the node that reads it.
+ *
+ * Functions: a node that calls a model-local function (ModelProto.functions,
+ * matched by domain and name; a default-domain function does not hide an op
+ * braid runs) is replaced by the function's nodes: its formal inputs and
+ * outputs are the call's names, every other name gets the call's name as a
+ * prefix, attributes that refer to the function's (ref_attr_name) take the
+ * call's value or the function's declared default, and the nodes use the
+ * function's opset imports. Functions may call functions, not themselves. */
 #include "onnx_internal.h"
 #include "ops/ops.h"
 
