@@ -15,8 +15,10 @@
  * constants, outputs: device memory, never managed). The host reads an If's
  * condition, a Loop's trip count and, after every iteration of a Loop that
  * has a condition, that condition: each is one synchronization of the node's
- * stream (braid plan says so). Nothing here can be captured in a CUDA graph:
- * a plan with such a node runs uncaptured (cuda_plan.c falls back). */
+ * stream (braid plan says so). Nothing here can be captured in a CUDA graph,
+ * nor a node of a later stage that reads memory a kernel allocated while
+ * running (its address may change from run to run): a plan with such a node
+ * runs uncaptured (cuda_plan.c falls back when capturing fails). */
 #include <string.h>
 
 #include "backend/cuda/cuda_backend.h"
@@ -271,12 +273,18 @@ braid_status bd_cuda_node_launch(cuda_state *s, bd_prepared *p, int li, int pool
     braid_status st = BRAID_OK;
     const bd_node *n = k->node;
     unsigned flags = bd_op_table[n->op].flags;
-    if (flags & (BD_OPF_SUBGRAPHS | BD_OPF_DATA_SHAPE)) {
+    /* A value an earlier stage's kernel allocated (a Loop's scan output) may
+     * move from one run to the next: a captured graph must not keep its address. */
+    int moves = 0;
+    for (int q = 0; q < n->n_in && !moves; q++)
+        for (int x = 0; n->in[q] >= 0 && (p->inst.vflag[n->in[q]] & BD_IV_EXTERNAL) && x < p->n_ext; x++)
+            if (p->ext[x] == n->in[q] && (p->ext_from[x]->inst.vflag[n->in[q]] & BD_IV_ALLOC)) moves = 1;
+    if ((flags & (BD_OPF_SUBGRAPHS | BD_OPF_DATA_SHAPE)) || moves) {
         enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
         BD_CUDA_TRY(k->err, cudaStreamIsCapturing(k->stream, &cap));
         if (cap != cudaStreamCaptureStatusNone) {
-            st = BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "a node whose work depends on values read on the host "
-                         "cannot be captured in a CUDA graph");
+            st = BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "a node whose work depends on values read on the host, "
+                         "or that reads memory allocated while running, cannot be captured in a CUDA graph");
             goto fail;
         }
     }
