@@ -164,6 +164,9 @@ braid_status braid_options_set_fold(braid_options *o, int enable);
  * cuDNN's heuristic order instead) and keeps the fastest for every later
  * session of that process. */
 braid_status braid_options_set_cuda_workspace(braid_options *o, int64_t mib);
+/* The most iterations one Loop node may run in a run; a loop that goes past
+ * it fails with BRAID_ERR_LIMIT naming the node. 0 = the default, 2^24. */
+braid_status braid_options_set_loop_limit(braid_options *o, int64_t n);
 /* Chrome trace-event JSON written at session destruction; NULL turns it off. */
 braid_status braid_options_set_profile(braid_options *o, const char *path);
 

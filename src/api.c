@@ -1,6 +1,7 @@
 /* api.c: the public functions of braid.h: argument checks, error text (per
  * session, and per thread for calls without one), the plan cache keyed by
- * input shapes, backend selection, and the profile writer. */
+ * input shapes (each entry the first stage of a staged sequence, see
+ * src/backend/stage.c), backend selection, and the profile writer. */
 #include <libgen.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -30,10 +31,13 @@ struct braid_session {
     const bd_backend *be;
     braid_backend kind;
     void *bstate;
+    bd_runner runner;               /* the backend as the runner of the model's plans */
     bd_exec_opts x;
     char *profile_path;
     pthread_mutex_t mu;
-    bd_prepared *cache[PLAN_CACHE]; /* most recently used first */
+    bd_prepared *cache[PLAN_CACHE]; /* first stages, most recently used first */
+    void **res;                     /* per graph output: a host copy where the backend's memory is not the host's */
+    size_t *res_cap;
     void **in_buf;                  /* per graph input: host-shared buffer, or NULL */
     char err[1100];
     char backend_note[600];         /* why AUTO chose the CPU */
@@ -230,6 +234,12 @@ braid_status braid_options_set_cuda_workspace(braid_options *o, int64_t mib)
     o->x.cuda_workspace = mib << 20;
     return BRAID_OK;
 }
+braid_status braid_options_set_loop_limit(braid_options *o, int64_t n)
+{
+    OPT_CHECK(o, n >= 0, "the loop limit must be 0 (the default) or a positive count");
+    o->x.loop_limit = n;
+    return BRAID_OK;
+}
 braid_status braid_options_set_profile(braid_options *o, const char *path)
 {
     OPT_CHECK(o, 1, "");
@@ -242,6 +252,30 @@ braid_status braid_options_set_profile(braid_options *o, const char *path)
 }
 
 /* ---- sessions ------------------------------------------------------------------- */
+
+/* The session's backend as the runner of its plans. */
+static braid_status runner_prepare(void *ctx, bd_prepared *p, bd_err *e)
+{
+    braid_session *s = ctx;
+    return s->be->prepare(s->bstate, p, e);
+}
+static void runner_release(void *ctx, bd_prepared *p)
+{
+    braid_session *s = ctx;
+    s->be->release(s->bstate, p);
+}
+static braid_status runner_run(void *ctx, bd_prepared *p, const bd_tensor *in, bd_err *e)
+{
+    braid_session *s = ctx;
+    return s->be->run(s->bstate, p, in, e);
+}
+static braid_status runner_read(void *ctx, void *dst, const void *src, size_t n, bd_err *e)
+{
+    braid_session *s = ctx;
+    if (s->be->read) return s->be->read(s->bstate, dst, src, n, e);
+    if (n) memcpy(dst, src, n);
+    return BRAID_OK;
+}
 
 braid_status braid_session_create(const braid_model *m, const braid_options *o, braid_session **out)
 {
@@ -283,6 +317,8 @@ braid_status braid_session_create(const braid_model *m, const braid_options *o, 
         bd_free(s);
         return set_error(tls_err, &e);
     }
+    s->runner = (bd_runner){.ctx = s, .prepare = runner_prepare, .release = runner_release, .run = runner_run,
+                            .read = runner_read, .host_mem = s->be == &bd_backend_cpu, .host_out = 1, .host_in = 1};
     pthread_mutex_init(&s->mu, NULL);
     *out = s;
     return BRAID_OK;
@@ -347,19 +383,31 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* Every stage of the session's plans, in a flat list (at most max). */
+static int all_stages(bd_prepared *p, bd_prepared **list, int n, int max)
+{
+    if (!p || n >= max) return n;
+    list[n++] = p;
+    for (int c = 0; c < (int)(sizeof p->next / sizeof *p->next); c++) n = all_stages(p->next[c], list, n, max);
+    return n;
+}
+
 /* Chrome trace-event JSON: one track (tid) per stream, one slice per node. */
 static void write_profile(braid_session *s)
 {
     FILE *f = fopen(s->profile_path, "w");
     if (!f) return;
+    bd_prepared *list[256];
+    int n_list = 0;
+    for (int c = 0; c < PLAN_CACHE && s->cache[c]; c++) n_list = all_stages(s->cache[c], list, n_list, 256);
     double t_base = -1;
-    for (int c = 0; c < PLAN_CACHE && s->cache[c]; c++)
-        for (int i = 0; i < s->cache[c]->n_trace; i++)
-            if (t_base < 0 || s->cache[c]->trace[i].t0 < t_base) t_base = s->cache[c]->trace[i].t0;
+    for (int c = 0; c < n_list; c++)
+        for (int i = 0; i < list[c]->n_trace; i++)
+            if (t_base < 0 || list[c]->trace[i].t0 < t_base) t_base = list[c]->trace[i].t0;
     fprintf(f, "{\"traceEvents\":[\n");
     int first = 1, max_stream = 0;
-    for (int c = 0; c < PLAN_CACHE && s->cache[c]; c++) {
-        bd_prepared *p = s->cache[c];
+    for (int c = 0; c < n_list; c++) {
+        bd_prepared *p = list[c];
         for (int i = 0; i < p->n_trace; i++) {
             const bd_trace_event *t = &p->trace[i];
             const bd_node *n = p->inst.node[t->node];
@@ -449,14 +497,12 @@ void braid_session_destroy(braid_session *s)
 {
     if (!s) return;
     if (s->profile_path) write_profile(s);
-    for (int c = 0; c < PLAN_CACHE; c++) {
-        if (!s->cache[c]) continue;
-        s->be->release(s->bstate, s->cache[c]);
-        bd_prepared_free(s->cache[c]);
-        bd_free(s->cache[c]);
-    }
+    for (int c = 0; c < PLAN_CACHE; c++) bd_stage_free(s->cache[c]);
     for (int i = 0; s->in_buf && i < s->m->g.n_inputs; i++) free_shared(s, s->in_buf[i]);
     bd_free(s->in_buf);
+    for (int o = 0; s->res && o < s->m->g.n_outputs; o++) bd_free(s->res[o]);
+    bd_free(s->res);
+    bd_free(s->res_cap);
     s->be->close(s->bstate);
     pthread_mutex_destroy(&s->mu);
     bd_notes_destroy(&s->notes);
@@ -474,9 +520,9 @@ static braid_status get_plan(braid_session *s, const bd_tensor *in, bd_prepared 
 {
     const bd_graph *g = &s->m->g;
     int64_t sig_buf[256], *sig = sig_buf;
-    int len = bd_signature(g, in, NULL, 0);
+    int len = bd_signature(g, in, NULL, NULL, 0);
     if (len > 256 && !(sig = bd_malloc((size_t)len * sizeof *sig))) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
-    bd_signature(g, in, sig, len);
+    bd_signature(g, in, NULL, sig, len);
     int c = 0;
     while (c < PLAN_CACHE && s->cache[c] && !sig_match(s->cache[c], sig, len)) c++;
     if (sig != sig_buf) bd_free(sig);
@@ -485,19 +531,13 @@ static braid_status get_plan(braid_session *s, const bd_tensor *in, bd_prepared 
         if (!p) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
         int ms = s->x.max_streams; /* automatic: negative, capped by the backend */
         if (!ms) ms = -(s->be->auto_streams ? s->be->auto_streams(s->bstate) : BD_AUTO_MAX_STREAMS);
-        bd_prepare_opts po = {.max_streams = ms, .fill_cost = s->be->fill_cost, .no_fold = s->x.no_fold};
-        braid_status st = bd_prepare(g, in, &po, p, e);
-        if (!st) {
-            st = s->be->prepare(s->bstate, p, e);
-            if (st) bd_prepared_free(p);
-        }
+        bd_prepare_opts po = {.max_streams = ms, .fill_cost = s->be->fill_cost, .no_fold = s->x.no_fold,
+                              .loop_limit = s->x.loop_limit ? s->x.loop_limit : BD_LOOP_LIMIT_DEFAULT};
+        braid_status st = bd_prepare(g, in, NULL, &po, p, e);
+        if (!st) st = bd_stage_prepare(&s->runner, p, e);
         if (st) { bd_free(p); return st; }
         c = PLAN_CACHE - 1;
-        if (s->cache[c]) {
-            s->be->release(s->bstate, s->cache[c]);
-            bd_prepared_free(s->cache[c]);
-            bd_free(s->cache[c]);
-        }
+        bd_stage_free(s->cache[c]);
         s->cache[c] = p;
     }
     bd_prepared *p = s->cache[c];
@@ -533,6 +573,23 @@ static braid_status take_inputs(const bd_graph *g, int n_inputs, const braid_ten
     return BRAID_OK;
 }
 
+braid_status bd_session_plan_run(braid_session *s, const braid_tensor *inputs, const bd_prepared **out, bd_err *e)
+{
+    bd_tensor in[64];
+    braid_status st = take_inputs(&s->m->g, s->m->g.n_inputs, inputs, in, e);
+    if (st) return st;
+    bd_run_out *outs = bd_calloc((size_t)s->m->g.n_outputs + 1, sizeof *outs);
+    if (!outs) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    pthread_mutex_lock(&s->mu);
+    bd_prepared *p = NULL, *last = NULL;
+    st = get_plan(s, in, &p, e);
+    *out = p;
+    if (!st) st = bd_stages_run(p, in, outs, &last, e);
+    pthread_mutex_unlock(&s->mu);
+    bd_free(outs);
+    return st;
+}
+
 braid_status bd_session_plan(braid_session *s, const braid_tensor *inputs, const bd_prepared **out, bd_err *e)
 {
     bd_tensor in[64];
@@ -546,6 +603,38 @@ braid_status bd_session_plan(braid_session *s, const braid_tensor *inputs, const
     return st;
 }
 
+/* Output o's bytes where the host reads them: the backend's own memory
+ * when the host can read it, else a copy in the session's buffer for it. */
+static braid_status host_output(braid_session *s, int o, const bd_run_out *r, int copy_always, const void **out,
+                                bd_err *e)
+{
+    size_t nb;
+    BD_TRY_RET(bd_tensor_nbytes(&r->t, &nb, e));
+    if (r->host && !copy_always) { *out = r->host; return BRAID_OK; }
+    if (!s->res) {
+        s->res = bd_calloc((size_t)s->m->g.n_outputs + 1, sizeof *s->res);
+        s->res_cap = bd_calloc((size_t)s->m->g.n_outputs + 1, sizeof *s->res_cap);
+        if (!s->res || !s->res_cap) {
+            bd_free(s->res);
+            bd_free(s->res_cap);
+            s->res = NULL;
+            s->res_cap = NULL;
+            return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+    }
+    if (s->res_cap[o] < nb || !s->res[o]) {
+        void *q = bd_malloc(nb ? nb : 1);
+        if (!q) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+        bd_free(s->res[o]);
+        s->res[o] = q;
+        s->res_cap[o] = nb;
+    }
+    if (nb && r->host) memcpy(s->res[o], r->host, nb);
+    else if (nb) BD_TRY_RET(runner_read(s, s->res[o], r->t.data, nb, e));
+    *out = s->res[o];
+    return BRAID_OK;
+}
+
 static braid_status run_locked(braid_session *s, int n_inputs, const braid_tensor *inputs, int n_outputs,
                                braid_tensor *outputs, int into, bd_err *e)
 {
@@ -554,46 +643,49 @@ static braid_status run_locked(braid_session *s, int n_inputs, const braid_tenso
     if (n_inputs != g->n_inputs || n_inputs > 64) return take_inputs(g, n_inputs, inputs, in, e);
     if (n_outputs < 0 || n_outputs > g->n_outputs || (n_outputs && !outputs))
         return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "asked for %d outputs; the model has %d", n_outputs, g->n_outputs);
-    braid_status st0 = take_inputs(g, n_inputs, inputs, in, e);
-    if (st0) return st0;
-    bd_prepared *p = NULL;
-    braid_status st = get_plan(s, in, &p, e);
+    braid_status st = take_inputs(g, n_inputs, inputs, in, e);
     if (st) return st;
-    if ((st = s->be->run(s->bstate, p, in, e))) return st;
-    for (int o = 0; o < g->n_outputs; o++) {
-        int v = g->outputs[o];
-        const void *src = p->inst.vals[v].data; /* a constant or folded output */
-        if (g->values[v].flags & BD_VAL_INPUT) {
-            for (int i = 0; i < g->n_inputs; i++)
-                if (g->inputs[i] == v) src = in[i].data;
-        } else if (p->val_out[v] != o) {
-            src = p->out_data[p->val_out[v]]; /* the same value listed twice */
-        }
-        if (src && p->out_bytes[o]) memcpy(p->out_data[o], src, p->out_bytes[o]);
-    }
+    bd_prepared *p = NULL, *last = NULL;
+    bd_run_out *outs = bd_calloc((size_t)g->n_outputs + 1, sizeof *outs);
+    if (!outs) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    BD_TRY(get_plan(s, in, &p, e));
+    BD_TRY(bd_stages_run(p, in, outs, &last, e));
     for (int o = 0; o < n_outputs; o++) {
-        const bd_tensor *t = &p->inst.vals[g->outputs[o]];
+        const bd_tensor *t = &outs[o].t;
+        const void *src = NULL;
+        /* An input given back is copied: the caller may reuse its buffer. */
+        BD_TRY(host_output(s, o, &outs[o], g->values[g->outputs[o]].flags & BD_VAL_INPUT ? 1 : 0, &src, e));
         if (into) { /* the caller's buffer, at the shape the caller states */
-            if (!outputs[o].data)
-                return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "output %d has no buffer", o);
+            if (!outputs[o].data) {
+                st = BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "output %d has no buffer", o);
+                goto fail;
+            }
             bd_tensor want = {.dtype = outputs[o].dtype, .rank = outputs[o].rank};
             memcpy(want.dims, outputs[o].dims, sizeof want.dims);
             char a[160], b[160];
-            if (want.dtype != t->dtype)
-                return BD_FAIL(e, BRAID_ERR_DTYPE, "output '%s' is %s but the caller's buffer is %s",
-                               g->values[g->outputs[o]].name, bd_dtype_name(t->dtype), bd_dtype_name(want.dtype));
-            if (!bd_shape_equal(&want, t))
-                return BD_FAIL(e, BRAID_ERR_SHAPE, "output '%s' has shape %s but the caller's buffer is %s",
-                               g->values[g->outputs[o]].name, bd_shape_str(t, a, sizeof a), bd_shape_str(&want, b, sizeof b));
-            memcpy(outputs[o].data, p->out_data[o], p->out_bytes[o]);
+            if (want.dtype != t->dtype) {
+                st = BD_FAIL(e, BRAID_ERR_DTYPE, "output '%s' is %s but the caller's buffer is %s",
+                             g->values[g->outputs[o]].name, bd_dtype_name(t->dtype), bd_dtype_name(want.dtype));
+                goto fail;
+            }
+            if (!bd_shape_equal(&want, t)) {
+                st = BD_FAIL(e, BRAID_ERR_SHAPE, "output '%s' has shape %s but the caller's buffer is %s",
+                             g->values[g->outputs[o]].name, bd_shape_str(t, a, sizeof a), bd_shape_str(&want, b, sizeof b));
+                goto fail;
+            }
+            size_t nb;
+            BD_TRY(bd_tensor_nbytes(t, &nb, e));
+            if (nb) memcpy(outputs[o].data, src, nb);
             continue;
         }
         outputs[o].dtype = (braid_dtype)t->dtype;
         outputs[o].rank = t->rank;
         memcpy(outputs[o].dims, t->dims, sizeof outputs[o].dims);
-        outputs[o].data = p->out_data[o];
+        outputs[o].data = (void *)src;
     }
-    return BRAID_OK;
+fail:
+    bd_free(outs);
+    return st;
 }
 
 static braid_status run(braid_session *s, int n_inputs, const braid_tensor *inputs, int n_outputs,

@@ -14,6 +14,10 @@ struct bd_prepared;
 struct bd_err;
 braid_status bd_session_plan(braid_session *s, const braid_tensor *inputs, const struct bd_prepared **out,
                              struct bd_err *e);
+/* The same, then one run with these inputs, so that every later stage and
+ * nested plan the run needs exists (*out is set even when the run fails). */
+braid_status bd_session_plan_run(braid_session *s, const braid_tensor *inputs, const struct bd_prepared **out,
+                                 struct bd_err *e);
 
 /* The session's device memory bandwidth in bytes/s (0 on the CPU). */
 double bd_session_mem_bandwidth(const braid_session *s);

@@ -22,7 +22,7 @@ set_tests_properties(elementwise/reference PROPERTIES LABELS node TIMEOUT 900)
 add_test(NAME elementwise/vectorized COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_vectorized.py $<TARGET_OBJECTS:braid_obj>)
 set_tests_properties(elementwise/vectorized PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 120)
 
-foreach(model two_conv_add inception fpn wide race residual affine)
+foreach(model two_conv_add inception fpn wide race residual affine if_branches loop)
   foreach(streams 1 2 4 0)
     add_test(NAME models/${model}/streams${streams} COMMAND ${BRAID_BIN} check ${MODELS}/${model} --backend cpu --streams ${streams})
     set_tests_properties(models/${model}/streams${streams} PROPERTIES FIXTURES_REQUIRED models LABELS models TIMEOUT 300)

@@ -1,7 +1,10 @@
 /* prepare.c: the backend-independent half of running a model: specialize
- * the graph to the input shapes, choose the stream budget and the plan-time
- * fusions, hand the live nodes, their dependencies, costs and intermediate
- * buffers to the plan compiler, and verify the plan. */
+ * the graph to the input shapes (or, for a later stage, to the boundary
+ * values of the stage before), choose the stream budget and the plan-time
+ * fusions, hand the stage's live nodes, their dependencies, costs and
+ * intermediate buffers to the plan compiler, and verify the plan. A value
+ * that a later stage reads is a kept buffer (never reused); one made by an
+ * earlier stage is read where that stage left it (p->ext). */
 #include "backend/backend.h"
 
 #include <string.h>
@@ -18,10 +21,12 @@ static void sched_input_free(bd_prepared *p)
     bd_free((void *)p->sin.use_start);
     bd_free((void *)p->sin.use);
     bd_free((void *)p->sin.node_name);
+    bd_free((void *)p->sin.buf_keep);
     bd_free(p->val_buf);
     bd_free(p->val_out);
+    bd_free(p->val_prod);
     p->live = NULL;
-    p->val_buf = p->val_out = NULL;
+    p->val_buf = p->val_out = p->val_prod = NULL;
     memset(&p->sin, 0, sizeof p->sin);
 }
 
@@ -36,6 +41,12 @@ void bd_prepared_free(bd_prepared *p)
     bd_free(p->out_data);
     bd_free(p->out_bytes);
     bd_free(p->trace);
+    bd_free(p->bsig);
+    bd_free(p->bvals);
+    bd_free(p->ext);
+    bd_free(p->ext_from);
+    bd_free(p->actual);
+    bd_free(p->nest);
     memset(p, 0, sizeof *p);
 }
 
@@ -64,6 +75,7 @@ static braid_status build_sched_input(bd_prepared *p, bd_err *e)
     int *pred_start = NULL, *pred = NULL, *buf_producer = NULL, *use_start = NULL, *use = NULL;
     double *cost = NULL;
     size_t *buf_size = NULL;
+    unsigned char *keep = NULL;
     const char **names = NULL;
     BD_CHECK_ALLOC(e, node_live_idx && prod);
     p->live = bd_malloc(((size_t)nn + 1) * sizeof(int));
@@ -76,8 +88,17 @@ static braid_status build_sched_input(bd_prepared *p, bd_err *e)
         if (p->inst.live[i]) { node_live_idx[i] = p->n_live; p->live[p->n_live++] = i; }
     }
     for (int v = 0; v < nv; v++) p->val_buf[v] = p->val_out[v] = prod[v] = -1;
-    for (int o = 0; o < g->n_outputs; o++)
-        if (p->val_out[g->outputs[o]] < 0) p->val_out[g->outputs[o]] = o;
+    for (int i = 0; i < p->n_live; i++) { /* a fused node makes what its last part made */
+        const bd_node *n = p->inst.node[p->live[i]];
+        for (int o = 0; o < n->n_out; o++)
+            if (n->out[o] >= 0) prod[n->out[o]] = p->live[i];
+    }
+    /* Graph outputs this stage makes get output buffers; one whose size only
+     * its kernel learns (ALLOC) lives where the kernel puts it. */
+    for (int o = 0; o < g->n_outputs; o++) {
+        int v = g->outputs[o];
+        if (p->val_out[v] < 0 && prod[v] >= 0 && !(p->inst.vflag[v] & BD_IV_ALLOC)) p->val_out[v] = o;
+    }
 
     int L = p->n_live, n_pred = 0, n_bufs = 0, n_use = 0;
     for (int i = 0; i < L; i++) {
@@ -94,7 +115,8 @@ static braid_status build_sched_input(bd_prepared *p, bd_err *e)
     buf_producer = bd_malloc(((size_t)n_bufs + 1) * sizeof(int));
     use_start = bd_calloc((size_t)n_bufs + 2, sizeof(int));
     use = bd_malloc(((size_t)n_use + 1) * sizeof(int));
-    BD_CHECK_ALLOC(e, pred_start && pred && cost && names && buf_size && buf_producer && use_start && use);
+    keep = bd_calloc((size_t)n_bufs + 1, 1);
+    BD_CHECK_ALLOC(e, pred_start && pred && cost && names && buf_size && buf_producer && use_start && use && keep);
     /* Buffers: outputs of live nodes that are not graph outputs. */
     int nb = 0;
     for (int i = 0; i < L; i++) {
@@ -105,10 +127,11 @@ static braid_status build_sched_input(bd_prepared *p, bd_err *e)
             int v = n->out[o];
             if (v < 0) continue;
             prod[v] = p->live[i];
-            if (p->val_out[v] >= 0) continue;
+            if (p->val_out[v] >= 0 || (p->inst.vflag[v] & BD_IV_ALLOC)) continue;
             size_t bytes;
             BD_TRY(bd_tensor_nbytes(&p->inst.vals[v], &bytes, e));
             p->val_buf[v] = nb;
+            keep[nb] = (p->inst.vflag[v] & BD_IV_EXPORT) != 0; /* a later stage reads it */
             buf_size[nb] = bytes ? bytes : 1;
             buf_producer[nb++] = i;
         }
@@ -143,9 +166,10 @@ static braid_status build_sched_input(bd_prepared *p, bd_err *e)
     p->sin = (bd_sched_input){.n_nodes = L, .pred_start = pred_start, .pred = pred, .cost = cost,
                               .sync_cost = 20e-6, .n_bufs = nb, .buf_size = buf_size,
                               .buf_producer = buf_producer, .use_start = use_start, .use = use,
-                              .node_name = names};
+                              .node_name = names, .buf_keep = keep};
     bd_free(node_live_idx);
-    bd_free(prod);
+    bd_free(p->val_prod);
+    p->val_prod = prod;
     return BRAID_OK;
 fail:
     bd_free(node_live_idx);
@@ -158,6 +182,7 @@ fail:
     bd_free(buf_producer);
     bd_free(use_start);
     bd_free(use);
+    bd_free(keep);
     return st;
 }
 
@@ -179,18 +204,13 @@ static braid_status parallelism(const bd_sched_input *in, double *out, bd_err *e
     return BRAID_OK;
 }
 
-braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, const bd_prepare_opts *o, bd_prepared *p,
-                        bd_err *e)
+/* The plan of a built instance (p->inst): streams, fusions, commands,
+ * memory, verification, and the per-value bindings the backends fill. */
+static braid_status plan_inst(bd_prepared *p, bd_err *e)
 {
-    int max_streams = o->max_streams;
     braid_status st = BRAID_OK;
-    memset(p, 0, sizeof *p);
-    p->g = g;
-    int len = bd_signature(g, inputs, NULL, 0);
-    p->sig = bd_malloc(((size_t)len + 1) * sizeof(int64_t));
-    BD_CHECK_ALLOC(e, p->sig);
-    p->sig_len = bd_signature(g, inputs, p->sig, len);
-    BD_TRY(bd_inst_build(g, inputs, &p->inst, e));
+    const bd_graph *g = p->g;
+    int max_streams = p->opts.max_streams;
     BD_TRY(build_sched_input(p, e));
     /* Automatic (max_streams < 0 gives its cap): the width the DAG needs after
      * merging cheap chains. Streams share the cores, so a graph that is mostly
@@ -203,7 +223,7 @@ braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, const bd_pre
         if (par < BD_MIN_PARALLELISM) cap = 1;
     }
     int folded = 0;
-    if (!o->no_fold) BD_TRY(bd_inst_fuse_add(&p->inst, cap, o->fill_cost, &folded, e));
+    if (!p->opts.no_fold) BD_TRY(bd_inst_fuse_add(&p->inst, cap, p->opts.fill_cost, &folded, e));
     if (folded) { /* the DAG changed: describe it again */
         sched_input_free(p);
         BD_TRY(build_sched_input(p, e));
@@ -212,11 +232,72 @@ braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, const bd_pre
     st = bd_plan_verify(&p->sin, &p->plan, e);
     if (st) { bd_err_prefix(e, "plan verification failed: "); goto fail; }
     p->vals = bd_malloc(((size_t)g->n_values + 1) * sizeof(bd_tensor));
+    p->actual = bd_calloc((size_t)g->n_values + 1, sizeof(bd_tensor));
     p->out_data = bd_calloc((size_t)g->n_outputs + 1, sizeof(void *));
     p->out_bytes = bd_calloc((size_t)g->n_outputs + 1, sizeof(size_t));
-    BD_CHECK_ALLOC(e, p->vals && p->out_data && p->out_bytes);
+    p->nest = bd_calloc((size_t)p->n_live + 1, sizeof *p->nest);
+    BD_CHECK_ALLOC(e, p->vals && p->actual && p->out_data && p->out_bytes && p->nest);
     memcpy(p->vals, p->inst.vals, (size_t)g->n_values * sizeof(bd_tensor));
-    for (int o = 0; o < g->n_outputs; o++) BD_TRY(bd_tensor_nbytes(&p->inst.vals[g->outputs[o]], &p->out_bytes[o], e));
+    for (int o = 0; o < g->n_outputs; o++)
+        if (p->val_out[g->outputs[o]] >= 0)
+            BD_TRY(bd_tensor_nbytes(&p->inst.vals[g->outputs[o]], &p->out_bytes[o], e));
+    /* The values read when this stage ends. */
+    for (int v = 0; v < g->n_values; v++) p->n_bvals += bd_inst_boundary(&p->inst, v);
+    p->bvals = bd_malloc(((size_t)p->n_bvals + 1) * sizeof *p->bvals);
+    BD_CHECK_ALLOC(e, p->bvals);
+    for (int v = 0, k = 0; v < g->n_values; v++)
+        if (bd_inst_boundary(&p->inst, v)) p->bvals[k++] = v;
+fail:
+    return st;
+}
+
+braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, const unsigned char *known,
+                        const bd_prepare_opts *o, bd_prepared *p, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    memset(p, 0, sizeof *p);
+    p->g = g;
+    p->opts = *o;
+    p->known = known;
+    int len = bd_signature(g, inputs, known, NULL, 0);
+    p->sig = bd_malloc(((size_t)len + 1) * sizeof(int64_t));
+    BD_CHECK_ALLOC(e, p->sig);
+    p->sig_len = bd_signature(g, inputs, known, p->sig, len);
+    BD_TRY(bd_inst_build(g, inputs, known, &p->inst, e));
+    p->g = p->inst.g; /* a flat graph where an If was replaced by its branch */
+    BD_TRY(plan_inst(p, e));
+    return BRAID_OK;
+fail:
+    bd_prepared_free(p);
+    return st;
+}
+
+braid_status bd_prepare_next(bd_prepared *prev, const bd_tensor *actual, bd_prepared *p, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    const bd_graph *g = prev->g;
+    memset(p, 0, sizeof *p);
+    p->g = prev->g;
+    p->opts = prev->opts;
+    p->known = prev->known;
+    p->prev = prev;
+    BD_TRY(bd_inst_next(&prev->inst, actual, &p->inst, e));
+    p->g = p->inst.g;
+    BD_TRY(plan_inst(p, e));
+    /* Values of earlier stages that this one reads, and the stage of each. */
+    for (int v = 0; v < g->n_values; v++) p->n_ext += (p->inst.vflag[v] & BD_IV_EXTERNAL) != 0;
+    p->ext = bd_malloc(((size_t)p->n_ext + 1) * sizeof *p->ext);
+    p->ext_from = bd_malloc(((size_t)p->n_ext + 1) * sizeof *p->ext_from);
+    BD_CHECK_ALLOC(e, p->ext && p->ext_from);
+    p->n_ext = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        if (!(p->inst.vflag[v] & BD_IV_EXTERNAL)) continue;
+        bd_prepared *q = prev;
+        while (q && q->val_prod[v] < 0) q = q->prev;
+        if (!q) continue; /* folded: a constant */
+        p->ext[p->n_ext] = v;
+        p->ext_from[p->n_ext++] = q;
+    }
     return BRAID_OK;
 fail:
     bd_prepared_free(p);

@@ -42,10 +42,18 @@ int cli_plan(const cli_opts *o)
     if (n_in > CLI_MAX_ARGS) { n_in = 0; rc = cli_fail("too many inputs"); goto done; }
     if (cli_make_inputs(o, m, ins, err, sizeof err)) { n_in = 0; rc = cli_fail("%s", err); goto done; }
     if ((st = cli_session(o, m, o->streams, &s))) { cli_fail("%s", braid_last_error()); rc = cli_status_exit(st); goto done; }
-    if ((st = bd_session_plan(s, ins, &p, &e))) { cli_fail("%s", e.msg); rc = cli_status_exit(st); goto done; }
+    /* One run first: later stages and the nested plans of control-flow
+     * nodes are made when the values they depend on exist. */
+    st = bd_session_plan_run(s, ins, &p, &e);
+    if (!p) { cli_fail("%s", e.msg); rc = cli_status_exit(st); goto done; }
     printf("backend %s\n", braid_session_backend(s) == BRAID_BACKEND_CUDA ? "cuda" : "cpu");
     cli_print_device(stdout, s, "");
-    bd_plan_print(stdout, &p->sin, &p->plan);
+    bd_stages_print(stdout, p, 0);
+    if (st) {
+        printf("(the run with these inputs failed, so later stages or nested plans may be missing: %s)\n", e.msg);
+        rc = cli_status_exit(st);
+        goto done;
+    }
     print_traffic(stdout, s, ins, "");
     if (o->dot && bd_plan_write_dot(o->dot, &p->sin, &p->plan, &e)) { rc = cli_fail("%s", e.msg); goto done; }
     if (o->cuda_graph && braid_session_backend(s) == BRAID_BACKEND_CUDA) {

@@ -24,6 +24,7 @@ typedef struct cli_opts {
     int cuda_workspace;   /* MiB, -1 = the default */
     int io_buffers;       /* bench: inputs written into the session's host-shared buffers, outputs read */
     int iterations, warmup;
+    long long loop_limit; /* 0: the library's default */
     double atol, rtol;
     int have_atol, have_rtol;
 } cli_opts;

@@ -24,6 +24,7 @@ braid_status cli_session(const cli_opts *o, const braid_model *m, int max_stream
     if (!st) st = braid_options_set_tf32(opt, o->tf32);
     if (!st) st = braid_options_set_fold(opt, !o->no_fold);
     if (!st && o->cuda_workspace >= 0) st = braid_options_set_cuda_workspace(opt, o->cuda_workspace);
+    if (!st) st = braid_options_set_loop_limit(opt, o->loop_limit);
     if (!st && o->profile) st = braid_options_set_profile(opt, o->profile);
     if (!st) st = braid_session_create(m, opt, s);
     braid_options_destroy(opt);
@@ -243,6 +244,67 @@ done:
     return rc;
 }
 
+/* The ops of a model, counted through subgraphs (If branches, Loop and
+ * Scan bodies) and the bodies of the model-local functions its nodes call,
+ * each checked against the registry at the opset that applies to it. */
+typedef struct op_tally {
+    const Onnx__ModelProto *mp;
+    const char *names[512], *doms[512];
+    int counts[512], ok[512], n_ops;
+    long n_nodes;
+} op_tally;
+
+static int64_t tally_opset(const op_tally *t, const Onnx__FunctionProto *f, const char *dom)
+{
+    const char *d = strcmp(dom, "ai.onnx") ? dom : "";
+    for (size_t j = 0; f && j < f->n_opset_import; j++) {
+        const char *od = f->opset_import[j]->domain ? f->opset_import[j]->domain : "";
+        if (!strcmp(strcmp(od, "ai.onnx") ? od : "", d)) return f->opset_import[j]->version;
+    }
+    for (size_t j = 0; j < t->mp->n_opset_import; j++) {
+        const char *od = t->mp->opset_import[j]->domain ? t->mp->opset_import[j]->domain : "";
+        if (!strcmp(strcmp(od, "ai.onnx") ? od : "", d)) return t->mp->opset_import[j]->version;
+    }
+    return !t->mp->n_opset_import && !d[0] ? 1 : -1;
+}
+
+static void tally_nodes(op_tally *t, Onnx__NodeProto *const *nodes, size_t n, const Onnx__FunctionProto *f, int depth)
+{
+    if (depth > 32) return;
+    for (size_t i = 0; i < n; i++) {
+        const Onnx__NodeProto *np = nodes[i];
+        const char *op = np->op_type ? np->op_type : "";
+        const char *dom = np->domain ? np->domain : "";
+        const char *d = strcmp(dom, "ai.onnx") ? dom : "";
+        int64_t opset = tally_opset(t, f, dom);
+        const Onnx__FunctionProto *call = NULL; /* a model-local function: its body counts (as the loader expands it) */
+        for (size_t j = 0; j < t->mp->n_functions && !call; j++) {
+            const Onnx__FunctionProto *fn = t->mp->functions[j];
+            const char *fd = fn->domain && strcmp(fn->domain, "ai.onnx") ? fn->domain : "";
+            if (fn->name && !strcmp(fn->name, op) && !strcmp(fd, d) && (d[0] || bd_op_lookup(d, op, opset) < 0)) call = fn;
+        }
+        if (call) { tally_nodes(t, call->node, call->n_node, call, depth + 1); continue; }
+        t->n_nodes++;
+        int k = 0;
+        while (k < t->n_ops && (strcmp(t->names[k], op) || strcmp(t->doms[k], dom))) k++;
+        if (k == t->n_ops && t->n_ops < 512) {
+            t->names[k] = op;
+            t->doms[k] = dom;
+            t->ok[k] = 1;
+            t->counts[t->n_ops++] = 0;
+        }
+        if (k < 512) {
+            t->counts[k]++;
+            if (opset < 0 || bd_op_lookup(dom, op, opset) < 0) t->ok[k] = 0;
+        }
+        for (size_t a = 0; a < np->n_attribute; a++) {
+            const Onnx__AttributeProto *ap = np->attribute[a];
+            if (ap->g) tally_nodes(t, ap->g->node, ap->g->n_node, f, depth + 1);
+            for (size_t q = 0; q < ap->n_graphs; q++) tally_nodes(t, ap->graphs[q]->node, ap->graphs[q]->n_node, f, depth + 1);
+        }
+    }
+}
+
 /* info reads the protobuf directly so that it can list unsupported ops that
  * would stop a load. */
 int cli_info(const cli_opts *o)
@@ -290,42 +352,24 @@ int cli_info(const cli_opts *o)
         }
     }
     printf("initializers: %zu\n", g->n_initializer);
-    printf("nodes: %zu\n", g->n_node);
-    /* op counts per (domain, op), in first-seen order */
-    const char *names[512], *doms[512];
-    int counts[512], ok[512], n_ops = 0, unsupported = 0;
-    for (size_t i = 0; i < g->n_node; i++) {
-        const char *op = g->node[i]->op_type ? g->node[i]->op_type : "";
-        const char *dom = g->node[i]->domain ? g->node[i]->domain : "";
-        int k = 0;
-        while (k < n_ops && (strcmp(names[k], op) || strcmp(doms[k], dom))) k++;
-        if (k == n_ops && n_ops < 512) {
-            int64_t opset = -1;
-            const char *d = strcmp(dom, "ai.onnx") ? dom : "";
-            for (size_t j = 0; j < mp->n_opset_import; j++) {
-                const char *od = mp->opset_import[j]->domain ? mp->opset_import[j]->domain : "";
-                if (!strcmp(strcmp(od, "ai.onnx") ? od : "", d)) opset = mp->opset_import[j]->version;
-            }
-            if (!mp->n_opset_import && !d[0]) opset = 1;
-            names[n_ops] = op;
-            doms[n_ops] = dom;
-            ok[n_ops] = opset >= 0 && bd_op_lookup(dom, op, opset) >= 0;
-            counts[n_ops++] = 0;
-        }
-        if (k < 512) counts[k]++;
-    }
+    op_tally t = {.mp = mp};
+    tally_nodes(&t, g->node, g->n_node, NULL, 0);
+    printf("nodes: %zu", g->n_node);
+    if (t.n_nodes > (long)g->n_node) printf(" (%ld with subgraphs and functions)", t.n_nodes);
+    printf("\n");
+    int unsupported = 0;
     printf("ops:\n");
-    for (int k = 0; k < n_ops; k++) {
+    for (int k = 0; k < t.n_ops; k++) {
         char label[160];
-        snprintf(label, sizeof label, "%s%s%s", doms[k][0] && strcmp(doms[k], "ai.onnx") ? doms[k] : "",
-                 doms[k][0] && strcmp(doms[k], "ai.onnx") ? "." : "", names[k]);
-        unsupported += !ok[k];
-        printf("  %-24s %5d%s\n", label, counts[k], ok[k] ? "" : "  (unsupported)");
+        snprintf(label, sizeof label, "%s%s%s", t.doms[k][0] && strcmp(t.doms[k], "ai.onnx") ? t.doms[k] : "",
+                 t.doms[k][0] && strcmp(t.doms[k], "ai.onnx") ? "." : "", t.names[k]);
+        unsupported += !t.ok[k];
+        printf("  %-24s %5d%s\n", label, t.counts[k], t.ok[k] ? "" : "  (unsupported)");
     }
     printf("unsupported ops: %d", unsupported);
-    for (int k = 0; k < n_ops; k++)
-        if (!ok[k]) printf(" %s%s%s", doms[k][0] && strcmp(doms[k], "ai.onnx") ? doms[k] : "",
-                           doms[k][0] && strcmp(doms[k], "ai.onnx") ? "." : "", names[k]);
+    for (int k = 0; k < t.n_ops; k++)
+        if (!t.ok[k]) printf(" %s%s%s", t.doms[k][0] && strcmp(t.doms[k], "ai.onnx") ? t.doms[k] : "",
+                             t.doms[k][0] && strcmp(t.doms[k], "ai.onnx") ? "." : "", t.names[k]);
     printf("\n");
     onnx__model_proto__free_unpacked(mp, &bd_pb_allocator);
     return CLI_OK;

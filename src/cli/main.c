@@ -23,6 +23,7 @@ static const char usage[] =
     "  --no-fold                 (keep every Add apart from the Conv that feeds it)\n"
     "  --cuda-workspace MB       (cuDNN workspace per stream; default 64)\n"
     "  --io-buffers              (bench: write inputs into the session's host-shared buffers, read outputs)\n"
+    "  --loop-limit N            (most iterations of one Loop node; default 2^24)\n"
     "  --atol A --rtol R         (check: tolerances instead of the test case's)\n";
 
 int cli_fail(const char *fmt, ...)
@@ -84,6 +85,11 @@ int main(int argc, char **argv)
             if (parse_int(v, lo, hi, dst)) { fprintf(stderr, "braid: %s must be an integer from %d to %d, not '%s'\n", a, lo, hi, v); return CLI_USAGE; }
         } else if (!strcmp(a, "--cuda-workspace")) {
             if (parse_int(v, 0, 65536, &o.cuda_workspace)) { fprintf(stderr, "braid: --cuda-workspace must be a whole number of MB from 0 to 65536, not '%s'\n", v); return CLI_USAGE; }
+        } else if (!strcmp(a, "--loop-limit")) {
+            char *end;
+            long long n = strtoll(v, &end, 10);
+            if (!*v || *end || n < 1) { fprintf(stderr, "braid: --loop-limit must be a positive integer, not '%s'\n", v); return CLI_USAGE; }
+            o.loop_limit = n;
         } else if (!strcmp(a, "--atol") || !strcmp(a, "--rtol")) {
             char *end;
             double d = strtod(v, &end);

@@ -399,7 +399,7 @@ static int candidate(const bd_inst *x, const use_map *u, int a, int k, fold_cand
     int v = an->in[k], z = an->in[1 - k];
     if (v < 0 || z < 0 || v == z || an->n_out != 1 || an->out[0] < 0) return 0;
     int c = u->prod[v];
-    if (c < 0 || u->nread[v] != 1 || (g->values[v].flags & BD_VAL_OUTPUT)) return 0;
+    if (c < 0 || u->nread[v] != 1 || (g->values[v].flags & BD_VAL_OUTPUT) || (x->vflag[v] & BD_IV_EXPORT)) return 0;
     const bd_node *cn = x->node[c];
     const bd_conv_params *p = cn->params;
     if (cn->op != BD_OP_Conv || !p || p->res != BD_RES_NONE || cn->n_out != 1) return 0;
@@ -409,11 +409,13 @@ static int candidate(const bd_inst *x, const use_map *u, int a, int k, fold_cand
     *f = (fold_cand){.c = c, .a = a, .r = -1, .z = z, .act = p->act, .act_a = p->act_a, .act_b = p->act_b};
     f->cost = x->cost[c] + x->cost[a] / 3; /* the Add's pass becomes one more read */
     int w = an->out[0], r = u->reader[w];
-    if (p->act == BD_ACT_NONE && r >= 0 && u->nread[w] == 1 && !(g->values[w].flags & BD_VAL_OUTPUT)) {
+    if (p->act == BD_ACT_NONE && r >= 0 && u->nread[w] == 1 && !(g->values[w].flags & BD_VAL_OUTPUT) &&
+        !(x->vflag[w] & BD_IV_EXPORT)) {
         const bd_node *rn = x->node[r];
         int act;
         float aa, bb;
-        if (rn->in[0] == w && rn->n_out == 1 && rn->out[0] >= 0 && act_of(g, rn, &act, &aa, &bb)) {
+        if (rn->in[0] == w && rn->n_out == 1 && rn->out[0] >= 0 && !(x->vflag[rn->out[0]] & BD_IV_EXPORT) &&
+            act_of(g, rn, &act, &aa, &bb)) {
             f->r = r;
             f->act = act;
             f->act_a = aa;

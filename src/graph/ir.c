@@ -15,6 +15,8 @@ void bd_attr_free(bd_attr *a)
     bd_free(a->strings);
     if (a->t) bd_free(a->t->data);
     bd_free(a->t);
+    if (a->g) bd_graph_free(a->g);
+    bd_free(a->g);
 }
 
 void bd_node_free(bd_node *n)

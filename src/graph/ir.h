@@ -1,7 +1,16 @@
 /* ir.h: braid's intermediate representation of an ONNX graph: values (name,
  * dtype, shape with symbolic dims, constant data), nodes (op, attributes, the
  * op's parsed parameters) and the graph that owns them in topological order.
- * The loader (src/onnx/) builds it; nothing here knows about protobuf. */
+ * The loader (src/onnx/) builds it; nothing here knows about protobuf.
+ *
+ * Graphs form a tree: a node of a control-flow op (If, Loop, Scan) owns
+ * subgraphs in its GRAPH attributes. A subgraph's references to values of
+ * enclosing graphs are explicit edges at every level: such a value is a
+ * "capture", an input of the subgraph after its formal ones, and the owning
+ * node reads the outer value as an "implicit" input after its formal ones.
+ * Every subgraph of one node captures the same list, in the order of the
+ * node's implicit inputs, so DAGs, shape inference, folding and the memory
+ * planner see every outer read as an ordinary input of the node. */
 #ifndef BD_IR_H
 #define BD_IR_H
 
@@ -34,12 +43,14 @@ typedef struct bd_attr {
     int64_t *ints;
     char **strings;
     bd_tensor *t;     /* TENSOR: owned, data owned */
+    struct bd_graph *g; /* GRAPH: the subgraph, owned */
 } bd_attr;
 
 enum {
     BD_VAL_INPUT = 1u << 0,  /* a graph input (fed by the caller) */
     BD_VAL_OUTPUT = 1u << 1, /* a graph output */
-    BD_VAL_CONST = 1u << 2   /* an initializer or a Constant node's output: data is set */
+    BD_VAL_CONST = 1u << 2,  /* an initializer or a Constant node's output: data is set */
+    BD_VAL_OUTER = 1u << 3   /* a subgraph's capture of an enclosing graph's value (also INPUT) */
 };
 
 typedef struct bd_value {
@@ -61,6 +72,7 @@ typedef struct bd_node {
     int opset;       /* version of the node's domain in the model's opset_import */
     int n_in, n_out;
     int *in, *out;   /* value indices; -1 for an omitted optional input/output */
+    int n_implicit;  /* the last n_implicit of in[]: outer values its subgraphs capture */
     int n_attrs;
     bd_attr *attrs;
     void *params;    /* the op family's parsed attributes (bd_free'd with the node) */
@@ -78,6 +90,7 @@ typedef struct bd_graph {
     bd_node *nodes;    /* topological order once bd_graph_toposort has run */
     int n_inputs, n_outputs;
     int *inputs;       /* graph inputs the caller feeds (those without an initializer first) */
+    int n_captures;    /* subgraphs: the last n_captures of inputs[] are captures (BD_VAL_OUTER) */
     int *outputs;
     unsigned char *input_shapes; /* per graph input: 1 when it feeds an op's shape input (see shape.h) */
     int n_opsets;
@@ -114,6 +127,14 @@ braid_status bd_attr_ints(const bd_node *n, const char *name, int64_t *out, int 
                           bd_err *e);
 braid_status bd_attr_floats(const bd_node *n, const char *name, float *out, int max, int *count,
                             bd_err *e);
+/* The number of formal inputs of n (its inputs before the implicit ones). */
+static inline int bd_node_formal_in(const bd_node *n) { return n->n_in - n->n_implicit; }
+/* The subgraph in n's GRAPH attribute called name ("then_branch", "body"); NULL if none. */
+static inline bd_graph *bd_node_subgraph(const bd_node *n, const char *name)
+{
+    const bd_attr *a = bd_node_attr(n, name);
+    return a && a->type == BD_ATTR_GRAPH ? a->g : NULL;
+}
 
 #ifdef __cplusplus
 }

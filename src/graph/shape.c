@@ -1,7 +1,17 @@
 /* shape.c: specializes a graph to one set of input shapes: checks the run's
  * inputs against the declarations (symbolic dims must agree across inputs),
  * infers every value's dtype and shape in topological order, and folds nodes
- * whose inputs are all known (and Shape and Size, which need only a shape). */
+ * whose inputs are all known (and Shape and Size, which need only a shape).
+ *
+ * Where a shape depends on values that exist only at run time, the instance
+ * is one stage of a sequence (see shape.h): a node reading a value whose
+ * shape is known only after its producer ran (BD_IV_RUNTIME), or made by a
+ * waiting node, waits too; a node whose inference fails with UNSUPPORTED
+ * while one of its shape inputs is a run-time value waits, and that value is
+ * read back to the host when the stage ends (BD_IV_READBACK). Everything the
+ * waiting nodes read from this stage is exported (BD_IV_EXPORT): the memory
+ * planner keeps it to the end of the stage. bd_inst_next continues from the
+ * boundary's actual shapes and values. */
 #include "graph/shape.h"
 
 #include <stdio.h>
@@ -17,16 +27,16 @@ int bd_input_is_plan_value(const bd_graph *g, int i, const bd_tensor *t)
             dt == BRAID_DTYPE_DOUBLE || dt == BRAID_DTYPE_FLOAT16 || dt == BRAID_DTYPE_BFLOAT16);
 }
 
-int bd_signature(const bd_graph *g, const bd_tensor *inputs, int64_t *sig, int max)
+int bd_signature(const bd_graph *g, const bd_tensor *inputs, const unsigned char *known, int64_t *sig, int max)
 {
     int n = 0;
     for (int i = 0; i < g->n_inputs; i++) {
         const bd_tensor *t = &inputs[i];
-        if (n < max) sig[n] = t->rank;
+        if (n < max) sig[n] = (int64_t)t->rank << 8 | (int64_t)(t->dtype & 0xff);
         n++;
         for (int d = 0; d < t->rank; d++, n++)
             if (n < max) sig[n] = t->dims[d];
-        if (bd_input_is_plan_value(g, i, t)) {
+        if (!(known && known[i]) && bd_input_is_plan_value(g, i, t)) {
             size_t esz = bd_dtype_size(t->dtype);
             for (int64_t k = 0; k < bd_numel(t); k++, n++) /* the value's bits */
                 if (n < max) {
@@ -97,7 +107,9 @@ void bd_inst_free(bd_inst *x)
         if (x->owned[v]) bd_free(x->vals[v].data);
     bd_free(x->vals);
     bd_free(x->owned);
+    bd_free(x->vflag);
     bd_free(x->live);
+    bd_free(x->later);
     bd_free(x->cost);
     for (int i = 0; x->fused && i < x->n_fused; i++) { /* a fused copy owns only these */
         bd_free(x->fused[i].name);
@@ -107,18 +119,22 @@ void bd_inst_free(bd_inst *x)
     }
     bd_free(x->fused);
     bd_free((void *)x->node);
+    bd_flat_free(x->flat, x->flat_own);
     memset(x, 0, sizeof *x);
 }
 
-/* Estimated seconds of a node: FLOPs at 20 GFLOP/s plus bytes at 10 GB/s. */
+/* Estimated seconds of a node: FLOPs at 20 GFLOP/s plus bytes at 10 GB/s
+ * (an output whose size is known only at run time counts no bytes). */
 static double node_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out)
 {
     double bytes = 0;
     for (int i = 0; i < n->n_in; i++)
         if (in[i].dtype && in[i].rank >= 0) bytes += (double)bd_numel(&in[i]) * (double)bd_dtype_size(in[i].dtype);
     for (int i = 0; i < n->n_out; i++)
-        if (out[i].dtype && out[i].rank >= 0) bytes += (double)bd_numel(&out[i]) * (double)bd_dtype_size(out[i].dtype);
-    return bd_op_cost(n, in, out) / 20e9 + bytes / 10e9;
+        if (out[i].dtype && out[i].rank >= 0 && bd_numel(&out[i]) > 0)
+            bytes += (double)bd_numel(&out[i]) * (double)bd_dtype_size(out[i].dtype);
+    double c = bd_op_cost(n, in, out) / 20e9 + bytes / 10e9;
+    return c >= 0 ? c : 0;
 }
 
 static braid_status fold(bd_inst *x, const bd_node *n, bd_tensor *in, bd_tensor *out, bd_err *e)
@@ -144,19 +160,181 @@ fail:
     return st;
 }
 
-braid_status bd_inst_build(const bd_graph *g, const bd_tensor *inputs, bd_inst *x, bd_err *e)
+/* A value made by a node of a later stage (internal to this file). */
+#define BD_IV_LATER (1u << 7)
+
+static braid_status inst_alloc(const bd_graph *g, bd_inst *x, bd_err *e)
 {
     braid_status st = BRAID_OK;
-    bd_tensor *in = NULL, *out = NULL;
-    int max_in = 1, max_out = 1;
     memset(x, 0, sizeof *x);
     x->g = g;
     x->vals = bd_calloc((size_t)g->n_values + 1, sizeof *x->vals);
     x->owned = bd_calloc((size_t)g->n_values + 1, 1);
+    x->vflag = bd_calloc((size_t)g->n_values + 1, 1);
     x->live = bd_calloc((size_t)g->n_nodes + 1, 1);
+    x->later = bd_calloc((size_t)g->n_nodes + 1, 1);
     x->cost = bd_calloc((size_t)g->n_nodes + 1, sizeof *x->cost);
     x->node = bd_malloc(((size_t)g->n_nodes + 1) * sizeof *x->node);
-    BD_CHECK_ALLOC(e, x->vals && x->owned && x->live && x->cost && x->node);
+    BD_CHECK_ALLOC(e, x->vals && x->owned && x->vflag && x->live && x->later && x->cost && x->node);
+fail:
+    return st;
+}
+
+static void wait_later(bd_inst *x, int i, const bd_node *n)
+{
+    x->later[i] = 1;
+    x->n_later++;
+    for (int k = 0; k < n->n_out; k++)
+        if (n->out[k] >= 0) x->vflag[n->out[k]] |= BD_IV_LATER;
+}
+
+/* Infers (and folds, or makes live) the pending nodes in topological order;
+ * a node that needs a value of a later stage waits. */
+/* Scratch input and output slots for every node of x->g. */
+static braid_status slots(const bd_inst *x, bd_tensor **in, bd_tensor **out, int *max_in, int *max_out, bd_err *e)
+{
+    const bd_graph *g = x->g;
+    *max_in = *max_out = 1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        *max_in = BD_MAX(*max_in, bd_node_slots(x->node[i]));
+        *max_out = BD_MAX(*max_out, x->node[i]->n_out);
+    }
+    bd_free(*in);
+    bd_free(*out);
+    *in = bd_calloc((size_t)*max_in, sizeof **in);
+    *out = bd_calloc((size_t)*max_out, sizeof **out);
+    return *in && *out ? BRAID_OK : BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+}
+
+static braid_status infer_pending(bd_inst *x, const unsigned char *pending_in, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    const bd_graph *g = x->g;
+    bd_tensor *in = NULL, *out = NULL;
+    int max_in = 1, max_out = 1;
+    unsigned char *pending = bd_malloc((size_t)g->n_nodes + 1);
+    BD_CHECK_ALLOC(e, pending);
+    memcpy(pending, pending_in, (size_t)g->n_nodes);
+    BD_TRY(slots(x, &in, &out, &max_in, &max_out, e));
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!pending[i]) continue;
+        const bd_node *n = x->node[i];
+        int all_const = 1, wait = 0;
+        /* An If whose condition is known now is replaced by its branch (in
+         * the first stage; later stages keep the graph they were given). */
+        if (n->op == BD_OP_If && x->stage == 0 && n->in[0] >= 0 && x->vals[n->in[0]].data &&
+            !(x->vflag[n->in[0]] & (BD_IV_LATER | BD_IV_RUNTIME))) {
+            int b = *(const unsigned char *)x->vals[n->in[0]].data ? 0 : 1;
+            st = bd_inst_inline_if(x, i, b, e);
+            if (st) { bd_err_prefix(e, "node '%s' (If): ", n->name); goto fail; }
+            g = x->g;
+            bd_free(pending);
+            pending = bd_malloc((size_t)g->n_nodes + 1);
+            BD_CHECK_ALLOC(e, pending);
+            memset(pending, 0, (size_t)i);
+            memset(pending + i, 1, (size_t)(g->n_nodes - i) + 1);
+            BD_TRY(slots(x, &in, &out, &max_in, &max_out, e));
+            i--; /* the branch's first node takes the If's place */
+            continue;
+        }
+        /* Slots past the node's inputs read as omitted inputs, never as the
+         * last node's (families may look at an optional input's dtype). */
+        for (int k = 0; k < max_in; k++) { memset(&in[k], 0, sizeof in[k]); in[k].rank = -1; }
+        for (int k = 0; k < n->n_in; k++) {
+            int v = n->in[k];
+            if (v < 0) continue;
+            in[k] = x->vals[v];
+            if (!in[k].data) all_const = 0;
+            if (x->vflag[v] & (BD_IV_LATER | BD_IV_RUNTIME)) wait = 1;
+        }
+        if (wait) {
+            /* Its shape inputs made by now are read at this stage's end too,
+             * so that it need not wait a second time for their values. */
+            for (int k = 0; k < n->n_in; k++) {
+                int v = n->in[k];
+                if (v >= 0 && !in[k].data && bd_op_shape_input(n->op, k) && !(x->vflag[v] & BD_IV_LATER))
+                    x->vflag[v] |= BD_IV_READBACK;
+            }
+            wait_later(x, i, n);
+            continue;
+        }
+        for (int k = 0; k < n->n_out; k++) { memset(&out[k], 0, sizeof out[k]); out[k].rank = -1; }
+        st = bd_op_infer(n, in, out, e);
+        if (st == BRAID_ERR_UNSUPPORTED) {
+            /* A shape input computed at run time: wait for its values. */
+            int need = 0;
+            for (int k = 0; k < n->n_in; k++)
+                if (n->in[k] >= 0 && !in[k].data && bd_op_shape_input(n->op, k)) need = 1;
+            if (need) {
+                for (int k = 0; k < n->n_in; k++) {
+                    int v = n->in[k];
+                    if (v < 0 || in[k].data || !bd_op_shape_input(n->op, k)) continue;
+                    x->vflag[v] |= BD_IV_READBACK;
+                }
+                st = BRAID_OK;
+                wait_later(x, i, n);
+                continue;
+            }
+        }
+        if (st) { bd_err_prefix(e, "node '%s' (%s): ", n->name, n->op_type); goto fail; }
+        int alloc = 0;
+        for (int k = 0; k < n->n_out; k++) {
+            size_t nb;
+            int unknown = out[k].rank < 0;
+            for (int d = 0; d < out[k].rank && d < BD_MAX_RANK; d++) unknown |= out[k].dims[d] < 0;
+            if (out[k].rank > BD_MAX_RANK || !bd_dtype_size(out[k].dtype)) {
+                st = BD_FAIL(e, BRAID_ERR_INTERNAL, "node '%s' (%s): inference left output %d without a shape",
+                             n->name, n->op_type, k);
+                goto fail;
+            }
+            out[k].data = NULL;
+            if (unknown) alloc = 1;
+            else {
+                st = bd_tensor_nbytes(&out[k], &nb, e);
+                if (st) { bd_err_prefix(e, "node '%s' (%s): output %d: ", n->name, n->op_type, k); goto fail; }
+            }
+            if (n->out[k] >= 0) {
+                x->vals[n->out[k]] = out[k];
+                if (unknown) x->vflag[n->out[k]] |= BD_IV_RUNTIME | BD_IV_ALLOC;
+            }
+        }
+        unsigned flags = bd_op_table[n->op].flags;
+        if (!alloc && ((all_const && !(flags & BD_OPF_NO_FOLD)) || n->op == BD_OP_Shape || n->op == BD_OP_Size)) {
+            st = fold(x, n, in, out, e); /* a BD_OPF_DATA_SHAPE kernel sets its outputs' actual dims */
+            if (st) { bd_err_prefix(e, "node '%s' (%s): ", n->name, n->op_type); goto fail; }
+        } else {
+            x->live[i] = 1;
+            x->cost[i] = node_cost(n, in, out);
+            if (flags & BD_OPF_DATA_SHAPE)
+                for (int k = 0; k < n->n_out; k++)
+                    if (n->out[k] >= 0) x->vflag[n->out[k]] |= BD_IV_RUNTIME;
+        }
+    }
+    /* What the waiting nodes read from this stage outlives it. */
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!x->later[i]) continue;
+        const bd_node *n = x->node[i];
+        for (int k = 0; k < n->n_in; k++) {
+            int v = n->in[k], pr = v >= 0 ? g->values[v].producer : -1;
+            if (pr >= 0 && x->live[pr]) x->vflag[v] |= BD_IV_EXPORT;
+        }
+    }
+fail:
+    bd_free(in);
+    bd_free(out);
+    bd_free(pending);
+    return st;
+}
+
+braid_status bd_inst_build(const bd_graph *g, const bd_tensor *inputs, const unsigned char *known, bd_inst *x,
+                           bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    unsigned char *pending = NULL;
+    BD_TRY(inst_alloc(g, x, e));
+    pending = bd_malloc((size_t)g->n_nodes + 1);
+    BD_CHECK_ALLOC(e, pending);
+    memset(pending, 1, (size_t)g->n_nodes + 1);
     for (int i = 0; i < g->n_nodes; i++) x->node[i] = &g->nodes[i];
     for (int i = 0; i < g->n_inputs; i++) BD_TRY(bd_check_input(g, i, &inputs[i], e));
     BD_TRY(check_symbols(g, inputs, e));
@@ -174,7 +352,9 @@ braid_status bd_inst_build(const bd_graph *g, const bd_tensor *inputs, bd_inst *
         bd_tensor *t = &x->vals[g->inputs[i]];
         *t = inputs[i];
         t->data = NULL;
-        if (bd_input_is_plan_value(g, i, &inputs[i])) { /* a small input deciding shapes: known now */
+        if (known && known[i]) {
+            t->data = inputs[i].data; /* the caller's constant */
+        } else if (bd_input_is_plan_value(g, i, &inputs[i])) { /* a small input deciding shapes: known now */
             size_t nb = (size_t)bd_numel(&inputs[i]) * bd_dtype_size(inputs[i].dtype);
             t->data = bd_malloc(nb ? nb : 1);
             BD_CHECK_ALLOC(e, t->data);
@@ -182,56 +362,54 @@ braid_status bd_inst_build(const bd_graph *g, const bd_tensor *inputs, bd_inst *
             x->owned[g->inputs[i]] = 1;
         }
     }
-    for (int i = 0; i < g->n_nodes; i++) {
-        max_in = BD_MAX(max_in, bd_node_slots(&g->nodes[i]));
-        max_out = BD_MAX(max_out, g->nodes[i].n_out);
-    }
-    in = bd_calloc((size_t)max_in, sizeof *in);
-    out = bd_calloc((size_t)max_out, sizeof *out);
-    BD_CHECK_ALLOC(e, in && out);
-    for (int i = 0; i < g->n_nodes; i++) {
-        const bd_node *n = &g->nodes[i];
-        int all_const = 1;
-        /* Slots past the node's inputs read as omitted inputs, never as the
-         * last node's (families may look at an optional input's dtype). */
-        for (int k = 0; k < max_in; k++) { memset(&in[k], 0, sizeof in[k]); in[k].rank = -1; }
-        for (int k = 0; k < n->n_in; k++) {
-            if (n->in[k] < 0) continue;
-            in[k] = x->vals[n->in[k]];
-            if (!in[k].data) all_const = 0;
+    BD_TRY(infer_pending(x, pending, e));
+fail:
+    bd_free(pending);
+    if (st) bd_inst_free(x);
+    return st;
+}
+
+braid_status bd_inst_next(const bd_inst *prev, const bd_tensor *actual, bd_inst *x, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    const bd_graph *g = prev->g;
+    BD_TRY(inst_alloc(g, x, e));
+    x->stage = prev->stage + 1;
+    memcpy(x->vals, prev->vals, (size_t)g->n_values * sizeof *x->vals); /* constants shared with prev */
+    memcpy((void *)x->node, prev->node, (size_t)g->n_nodes * sizeof *x->node);
+    for (int v = 0; v < g->n_values; v++) {
+        int pr = g->values[v].producer;
+        unsigned f = prev->vflag[v];
+        if ((f & BD_IV_EXTERNAL) || (pr >= 0 && prev->live[pr])) x->vflag[v] |= BD_IV_EXTERNAL;
+        if (!bd_inst_boundary(prev, v)) {
+            x->vflag[v] |= f & BD_IV_RUNTIME; /* never read after its stage */
+            continue;
         }
-        for (int k = 0; k < n->n_out; k++) { memset(&out[k], 0, sizeof out[k]); out[k].rank = -1; }
-        st = bd_op_infer(n, in, out, e);
-        if (st) { bd_err_prefix(e, "node '%s' (%s): ", n->name, n->op_type); goto fail; }
-        for (int k = 0; k < n->n_out; k++) {
-            size_t nb;
-            if (out[k].rank < 0 || out[k].rank > BD_MAX_RANK || !bd_dtype_size(out[k].dtype)) {
-                st = BD_FAIL(e, BRAID_ERR_INTERNAL, "node '%s' (%s): inference left output %d without a shape",
-                             n->name, n->op_type, k);
+        const bd_tensor *a = &actual[v];
+        if (f & BD_IV_RUNTIME) {
+            if (a->rank < 0 || a->rank > BD_MAX_RANK || a->dtype != prev->vals[v].dtype) {
+                st = BD_FAIL(e, BRAID_ERR_INTERNAL, "value '%s' has no actual shape after its stage ran", g->values[v].name);
                 goto fail;
             }
-            st = bd_tensor_nbytes(&out[k], &nb, e);
-            if (st) { bd_err_prefix(e, "node '%s' (%s): output %d: ", n->name, n->op_type, k); goto fail; }
-            out[k].data = NULL;
-            if (n->out[k] >= 0) x->vals[n->out[k]] = out[k];
+            x->vals[v].rank = a->rank;
+            memcpy(x->vals[v].dims, a->dims, sizeof a->dims);
         }
-        unsigned flags = bd_op_table[n->op].flags;
-        if ((all_const && !(flags & BD_OPF_NO_FOLD)) || n->op == BD_OP_Shape || n->op == BD_OP_Size) {
-            st = fold(x, n, in, out, e); /* a BD_OPF_DATA_SHAPE kernel sets its outputs' actual dims */
-            if (st) { bd_err_prefix(e, "node '%s' (%s): ", n->name, n->op_type); goto fail; }
-        } else if (flags & BD_OPF_DATA_SHAPE) {
-            st = BD_FAIL(e, BRAID_ERR_UNSUPPORTED,
-                         "node '%s' (%s): its output shape depends on input values known only when the "
-                         "model runs, which braid does not plan for yet", n->name, n->op_type);
-            goto fail;
-        } else {
-            x->live[i] = 1;
-            x->cost[i] = node_cost(n, in, out);
+        if ((f & BD_IV_READBACK) && !x->vals[v].data) {
+            size_t nb;
+            BD_TRY(bd_tensor_nbytes(&x->vals[v], &nb, e));
+            if (!a->data && nb) {
+                st = BD_FAIL(e, BRAID_ERR_INTERNAL, "value '%s' was not read back after its stage ran", g->values[v].name);
+                goto fail;
+            }
+            x->vals[v].data = bd_malloc(nb ? nb : 1);
+            BD_CHECK_ALLOC(e, x->vals[v].data);
+            if (nb) memcpy(x->vals[v].data, a->data, nb);
+            x->owned[v] = 1;
         }
     }
+    BD_TRY(infer_pending(x, prev->later, e));
+    return BRAID_OK;
 fail:
-    bd_free(in);
-    bd_free(out);
-    if (st) bd_inst_free(x);
+    bd_inst_free(x);
     return st;
 }

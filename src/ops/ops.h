@@ -50,9 +50,15 @@ typedef enum bd_op {
 enum {
     /* The output shape depends on input values (NonZero, Unique, a
      * NonMaxSuppression): infer gives each output's largest shape, the kernel
-     * writes the actual dims into out[k].dims (same rank, no dim larger). */
+     * writes the actual dims into out[k].dims (same rank, no dim larger) and
+     * the data contiguously for those dims. With constant inputs the node
+     * folds; otherwise it runs with outputs of the largest size, and the
+     * nodes that read them wait for the next stage of the plan, which is
+     * planned for the actual dims (src/backend/stage.c). A CUDA kernel learns
+     * the dims on the host (a synchronization of its stream). */
     BD_OPF_DATA_SHAPE = 1u << 0,
-    /* The node owns subgraphs (graph attributes): If, Loop, Scan. */
+    /* The node owns subgraphs (graph attributes): If, Loop, Scan. Its
+     * subgraphs' reads of outer values are its implicit inputs (ir.h). */
     BD_OPF_SUBGRAPHS = 1u << 1,
     /* Runs on the host on every backend (strings, sequences). */
     BD_OPF_HOST = 1u << 2,
@@ -120,7 +126,14 @@ int bd_op_last_opset(const char *domain, const char *op_type, int *first);
  *   shape computations; an omitted optional input has dtype UNDEFINED), sets
  *   each output's dtype, rank and dims. Checks dtypes (DTYPE) and shapes
  *   (SHAPE). An op whose output shape depends on an input that is not known at
- *   plan time fails with UNSUPPORTED.
+ *   plan time fails with UNSUPPORTED; when that input is one of its shape
+ *   inputs (the SI column) and is computed at run time, the node waits for a
+ *   later stage of the plan, made once the stage before has run and the
+ *   input's values have been read back (src/graph/shape.c). An output with
+ *   no bound before the node runs (a Loop's scan outputs) gets its dtype and
+ *   dims -1 (or rank -1): its kernel then sets the shape and supplies the
+ *   memory, and readers wait for a later stage. Only the control family does
+ *   this today (its engine, src/backend/nest.c, owns such outputs).
  * cost: estimated floating-point operations of one run (the planner adds the
  *   bytes moved itself). */
 #define X(f)                                                                                       \
@@ -137,7 +150,9 @@ double bd_op_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out);
 
 /* 1 when input `index` of op decides output shapes (Reshape's shape, Slice's
  * starts, Resize's scales...: the shape_inputs column of ops.def): such
- * inputs must be known when the plan is made. */
+ * inputs are known when the plan is made (constants, folded shape
+ * arithmetic, small graph inputs), or read back at the end of the stage that
+ * computes them and the node planned in the next. */
 static inline int bd_op_shape_input(int op, int index)
 {
     return op >= 0 && op < BD_OP_COUNT && index >= 0 && index < 32 && (bd_op_table[op].shape_inputs >> index & 1u);

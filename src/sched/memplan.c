@@ -1,7 +1,8 @@
 /* memplan.c: the stream-aware memory planner. Every buffer gets an offset in
  * one arena; two buffers share bytes only when every access of one (its
  * producer and all its readers) happens before the producer of the other in
- * the finished plan, so reuse is never a race between streams. */
+ * the finished plan, so reuse is never a race between streams. A kept buffer
+ * (read after the plan, by a later stage) is never followed in its bytes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,7 @@ typedef struct accesses {
  * numbered below the producer: a cheap test that settles most pairs. */
 static int wholly_before(const accesses *a, const bd_sched_input *in, const int *clock, int S, int b1, int b2)
 {
+    if (in->buf_keep && in->buf_keep[b1]) return 0; /* read after the plan ends */
     if (a->last_node[b1] >= in->buf_producer[b2]) return 0;
     const int *cx = clock + (size_t)in->buf_producer[b2] * S;
     for (int k = a->start[b1]; k < a->start[b1 + 1]; k++)

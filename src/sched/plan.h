@@ -24,6 +24,9 @@ typedef struct bd_sched_input {
     const int *use;               /*   use[use_start[b] .. use_start[b+1]) */
     const char *const *node_name; /* optional: names for printing and messages */
     const char *const *buf_name;  /* optional: n_bufs names for messages (else the producer's name) */
+    /* optional: per buffer, 1 when it is read after the plan ends (by a
+     * later stage of a staged sequence): its bytes are never reused. */
+    const unsigned char *buf_keep;
 } bd_sched_input;
 
 typedef enum bd_cmd_kind { BD_CMD_LAUNCH = 0, BD_CMD_RECORD = 1, BD_CMD_WAIT = 2 } bd_cmd_kind;
@@ -54,8 +57,8 @@ braid_status bd_plan_build(const bd_sched_input *in, int max_streams, bd_plan *o
 
 /* Checks a plan, independently of how it was built: every node launched
  * once; every read ordered after its write; every reuse of arena bytes
- * ordered after the last read of the bytes' previous tenant; every wait has
- * a record; no deadlock. Fails with INTERNAL and a message naming the first
+ * ordered after the last read of the bytes' previous tenant (a kept buffer's
+ * bytes are never reused); every wait has a record; no deadlock. Fails with INTERNAL and a message naming the first
  * violation. */
 braid_status bd_plan_verify(const bd_sched_input *in, const bd_plan *p, bd_err *e);
 

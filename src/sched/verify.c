@@ -67,6 +67,7 @@ static braid_status check_shape(const bd_sched_input *in, const bd_plan *p, int 
 /* Every access of buffer a (its producer and readers) ran before node x. */
 static int accesses_before(const bd_sched_input *in, const uint64_t *anc_x, int a)
 {
+    if (in->buf_keep && in->buf_keep[a]) return 0; /* read after the plan ends */
     if (!bd_bit_get(anc_x, in->buf_producer[a])) return 0;
     for (int k = in->use_start[a]; k < in->use_start[a + 1]; k++)
         if (!bd_bit_get(anc_x, in->use[k])) return 0;

@@ -33,6 +33,13 @@ braid_status bd_fail(bd_err *e, braid_status s, const char *file, int line, cons
         st = (call);                                                                               \
         if (st != BRAID_OK) goto fail;                                                             \
     } while (0)
+/* Runs a call that returns braid_status; on failure returns that status (for
+ * functions with nothing to clean up). */
+#define BD_TRY_RET(call)                                                                           \
+    do {                                                                                           \
+        braid_status st_ = (call);                                                                 \
+        if (st_ != BRAID_OK) return st_;                                                           \
+    } while (0)
 /* Fails with OUT_OF_MEMORY when ptr is NULL. */
 #define BD_CHECK_ALLOC(e, ptr)                                                                     \
     do {                                                                                           \

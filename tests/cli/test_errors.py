@@ -147,6 +147,28 @@ def main():
     m = graph([helper.make_node("Relu", ["x"], ["y"], name="r"), helper.make_node("Relu", ["x"], ["y"], name="r_again")], [x], [y])
     expect(["run", save(m, "twice.onnx")], 1, "node 'r_again' (Relu): output 'y' is already produced elsewhere")
 
+    # Subgraphs and control flow: a branch that reads a value no graph defines
+    # is refused at load naming both nodes; a loop past the session's limit
+    # fails naming the node; --loop-limit is checked; braid info counts the
+    # ops inside subgraphs and braid plan prints nested plans under their node.
+    then_g = helper.make_graph([helper.make_node("Add", ["x", "ghost"], ["t"], name="inner_add")], "then", [], [F("t", [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"], name="inner_neg")], "else", [], [F("e", [2, 3])])
+    cond = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    m = graph([helper.make_node("If", ["c"], ["y"], name="branchy", then_branch=then_g, else_branch=else_g)], [cond, x], [y])
+    expect(["run", save(m, "if_ghost.onnx")], 1, "node 'branchy' (If): subgraph 'then_branch': node 'inner_add' (Add): "
+           "input 'ghost' is not a graph input, an initializer or the output of any node, in its graph or an enclosing one")
+    then_g = helper.make_graph([helper.make_node("Add", ["x", "x"], ["t"], name="inner_add")], "then", [], [F("t", [2, 3])])
+    m = graph([helper.make_node("If", ["c"], ["y"], name="branchy", then_branch=then_g, else_branch=else_g)], [cond, x], [y])
+    expect(["info", save(m, "if_ok.onnx")], 0, "nodes: 1 (3 with subgraphs and functions)", "Add", "Neg",
+           "unsupported ops: 0")
+    expect(["plan", save(m, "if_ok.onnx")], 0, "launch branchy (If: its condition is read on the host, one synchronization on CUDA)")
+    loop = os.path.join(models, "loop", "model.onnx")
+    expect(["run", loop, "--loop-limit", "2"], 1, "node 'loop' (Loop): ran past the session's loop limit of 2 "
+           "iterations (braid_options_set_loop_limit, --loop-limit)")
+    expect(["run", loop, "--loop-limit", "3"], 0, "neg_means: shape 3x1x16")
+    expect(["run", loop, "--loop-limit", "0"], 2, "--loop-limit must be a positive integer")
+    expect(["plan", loop], 0, "    body (3 iterations in the last run):", "stage 0 ends: the host reads the shape of 'means'")
+
     # A Pad (opset 11+) without its 'pads' input, after a node with more inputs:
     # inference must not read the previous node's inputs (found by fuzzing).
     m = graph([helper.make_node("Add", ["x", "x"], ["t"], name="add"), helper.make_node("Pad", ["t"], ["y"], name="pad")],

@@ -1,7 +1,9 @@
 /* fuzz_model.c: libFuzzer target for the model loader: any bytes must give
  * a model or an error status with a message, never a crash or a leak. A model
  * that loads with small static input shapes is also planned (shape
- * inference, folding, the plan compiler and its verifier) and run. */
+ * inference, folding, the plan compiler and its verifier) and run. Seeds
+ * include subgraphs (If, Loop, Scan), a model-local function and a staged
+ * plan. */
 #include <stdint.h>
 #include <string.h>
 
@@ -35,6 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         braid_options_create(&o);
         braid_options_set_backend(o, BRAID_BACKEND_CPU);
         braid_options_set_max_streams(o, 2);
+        braid_options_set_loop_limit(o, 1000); /* a Loop with no bound may not run for minutes */
         if (braid_session_create(m, o, &s) == BRAID_OK) {
             braid_tensor out[8];
             int n_out = braid_model_output_count(m);

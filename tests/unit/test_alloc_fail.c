@@ -1,8 +1,11 @@
 /* test_alloc_fail.c: in a BRAID_FAULT_INJECTION build, makes the n-th
  * allocation fail for every n through a whole model load, session creation,
  * run and destruction, for the inception model, the residual one (whose plan
- * folds Adds into Convs) and the affine one (whose load folds Mul, Add and
- * BatchNormalization into Conv weights): each must end with an error status and a message (or
+ * folds Adds into Convs), the affine one (whose load folds Mul, Add and
+ * BatchNormalization into Conv weights), the if_branches one (an If whose
+ * branches run as nested plans) and the loop one (a Loop's nested plans, a
+ * scan output allocated at run time and a second stage that reads it): each
+ * must end with an error status and a message (or
  * succeed, past the last allocation) and leave no allocation behind. Other
  * builds report the test as skipped (exit 77). Every failure must surface:
  * braid has no allocation whose loss it silently works around. */
@@ -18,8 +21,9 @@ typedef struct model_case {
     int n_out;
 } model_case;
 
-static const model_case cases[] = {
-    {"inception", {1, 64, 28, 28}, 1}, {"residual", {2, 16, 32, 32}, 2}, {"affine", {2, 8, 16, 16}, 1}};
+static const model_case cases[] = {{"inception", {1, 64, 28, 28}, 1}, {"residual", {2, 16, 32, 32}, 2},
+                                   {"affine", {2, 8, 16, 16}, 1},   {"if_branches", {1, 16, 32, 32}, 1},
+                                   {"loop", {1, 16, 32, 32}, 2}};
 static const model_case *cur;
 static void *model_bytes;
 static size_t model_size;

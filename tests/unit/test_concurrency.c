@@ -93,7 +93,7 @@ static int run_plan(bd_graph *g, const bd_tensor *in, int max_streams, float *ou
     bd_prepared p;
     void *st = NULL;
     bd_exec_opts o = {.max_streams = max_streams, .threads = 2};
-    if (bd_prepare(g, in, &(bd_prepare_opts){.max_streams = max_streams}, &p, &e) != BRAID_OK) { fprintf(stderr, "prepare: %s\n", e.msg); return 1; }
+    if (bd_prepare(g, in, NULL, &(bd_prepare_opts){.max_streams = max_streams}, &p, &e) != BRAID_OK) { fprintf(stderr, "prepare: %s\n", e.msg); return 1; }
     *streams = p.plan.n_streams;
     int rc = bd_backend_cpu.open(g, &o, &st, &e) || bd_backend_cpu.prepare(st, &p, &e) ||
              bd_backend_cpu.run(st, &p, in, &e);

@@ -44,7 +44,7 @@ static int prepare(const bd_graph *g, int64_t n, int64_t c, int64_t hw, int stre
     bd_err e = {0};
     fused[0] = 0;
     bd_prepare_opts o = {.max_streams = streams, .fill_cost = fill, .no_fold = no_fold};
-    if (bd_prepare(g, &in, &o, p, &e) != BRAID_OK) {
+    if (bd_prepare(g, &in, NULL, &o, p, &e) != BRAID_OK) {
         fprintf(stderr, "prepare: %s\n", e.msg);
         return -1;
     }

@@ -190,13 +190,17 @@ static void *run_stream(void *arg)
             for (int k = 0; k < n->n_out; k++)
                 if (n->out[k] < 0) out[k].data = NULL;
             bd_kernel k = {.node = n, .in = in, .n_in = n->n_in, .out = out, .n_out = n->n_out,
-                           .threads = w->threads, .err = &err};
+                           .threads = w->threads, .err = &err, .plan = p, .live_index = cmd->arg, .backend = w->s};
             double t0 = w->s->profile ? bd_now() : 0;
             if (bd_cpu_run(&k) != BRAID_OK) {
                 bd_err_prefix(&err, "node '%s' (%s): ", n->name, n->op_type);
                 run_abort(cp, &err);
                 break;
             }
+            /* Outputs whose shape only the run knows: what the kernel made of
+             * them, for later stages and the caller (read after the run). */
+            for (int q = 0; q < n->n_out; q++)
+                if (n->out[q] >= 0 && (p->inst.vflag[n->out[q]] & BD_IV_RUNTIME)) p->actual[n->out[q]] = out[q];
             if (w->s->profile) {
                 double t1 = bd_now();
                 pthread_mutex_lock(&cp->mu);

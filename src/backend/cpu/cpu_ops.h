@@ -15,6 +15,12 @@ typedef struct bd_kernel {
     int n_out;
     int threads;          /* intra-op threads this kernel may use (>= 1) */
     bd_err *err;
+    /* For kernels that run nested plans (the control family): the plan that
+     * runs the node, the node's index among its live nodes, and the CPU
+     * backend's session state. NULL while a node is folded at plan time. */
+    struct bd_prepared *plan;
+    int live_index;
+    void *backend;
 } bd_kernel;
 
 #define X(f) braid_status bd_cpu_##f(const bd_kernel *k);

@@ -325,6 +325,7 @@ static braid_status upload_weights(cuda_state *s, const bd_graph *g, bd_err *e)
     braid_status st = BRAID_OK;
     s->weight_off = bd_malloc(((size_t)g->n_values + 1) * sizeof *s->weight_off);
     BD_CHECK_ALLOC(e, s->weight_off);
+    s->n_weight_off = g->n_values;
     size_t total = 0;
     for (int v = 0; v < g->n_values; v++) {
         const bd_value *val = &g->values[v];
@@ -485,6 +486,7 @@ const bd_backend bd_backend_cuda = {
     .prepare = bd_cuda_plan_prepare,
     .release = bd_cuda_plan_release,
     .run = bd_cuda_plan_run,
+    .read = bd_cuda_read,
     .alloc_shared = cuda_alloc_shared,
     .free_shared = cuda_free_shared,
     .counts = bd_cuda_counts,

@@ -51,7 +51,8 @@ typedef struct cuda_state {
     int n_streams;
     void *weights;          /* every initializer, one allocation */
     size_t weights_size;
-    size_t *weight_off;     /* per value: offset in weights, or SIZE_MAX */
+    size_t *weight_off;     /* per value of the model's graph: offset in weights, or SIZE_MAX */
+    int n_weight_off;       /* values weight_off covers (a plan's flat graph may have more) */
     bd_cuda_live live;    /* this session's live objects */
     struct shared_buf {
         void *p;            /* what the caller writes */
@@ -66,6 +67,12 @@ typedef struct cuda_state {
 
 /* The session's host-shared buffer that holds [p, p + n), or NULL. */
 const struct shared_buf *bd_cu_shared_find(const cuda_state *s, const void *p, size_t n);
+/* Value v's offset in the session's weights, SIZE_MAX when it has none. */
+static inline size_t bd_cu_weight_off(const cuda_state *s, int v)
+{
+    return v >= 0 && v < s->n_weight_off ? s->weight_off[v] : SIZE_MAX;
+}
+
 /* 1 when [p, p + n) lies in one of the session's host-shared buffers. */
 int bd_cu_is_shared(const cuda_state *s, const void *p, size_t n);
 
@@ -90,6 +97,14 @@ braid_status bd_cu_event_create(cuda_state *s, cudaEvent_t *ev, int timing, bd_e
 void bd_cu_event_destroy(cuda_state *s, cudaEvent_t ev);
 /* Grows the stream pool to n streams (each with its handles and workspace). */
 braid_status bd_cu_pool_grow(cuda_state *s, int n, bd_err *e);
+
+/* Control flow and run-time shapes (cuda_control.c): the enqueue walk
+ * launches every node through bd_cuda_node_launch (pool_stream: the node's
+ * pool stream; pool_end: the first pool stream past the plan's own); the
+ * backend's read (a copy to the host of finished work). */
+braid_status bd_cuda_node_launch(cuda_state *s, bd_prepared *p, int li, int pool_stream, int pool_end,
+                                 bd_cuda_kernel *k);
+braid_status bd_cuda_read(void *state, void *dst, const void *src, size_t n, bd_err *e);
 
 /* The plan half of the backend (cuda_plan.c). */
 braid_status bd_cuda_plan_prepare(void *state, bd_prepared *p, bd_err *e);

@@ -94,7 +94,7 @@ static braid_status upload_consts(cuda_state *s, cuda_plan *cp, bd_prepared *p, 
     size_t total = 0, bytes;
     for (int v = 0; v < g->n_values; v++) {
         const bd_tensor *t = &p->inst.vals[v];
-        if (!t->data || s->weight_off[v] != SIZE_MAX) continue;
+        if (!t->data || bd_cu_weight_off(s, v) != SIZE_MAX) continue;
         BD_TRY(bd_tensor_nbytes(t, &bytes, e));
         total += align_up(bytes);
     }
@@ -103,7 +103,7 @@ static braid_status upload_consts(cuda_state *s, cuda_plan *cp, bd_prepared *p, 
     size_t off = 0;
     for (int v = 0; v < g->n_values; v++) {
         const bd_tensor *t = &p->inst.vals[v];
-        if (!t->data || s->weight_off[v] != SIZE_MAX) continue;
+        if (!t->data || bd_cu_weight_off(s, v) != SIZE_MAX) continue;
         BD_TRY(bd_tensor_nbytes(t, &bytes, e));
         if (bytes) BD_CUDA_TRY(e, cudaMemcpy((char *)cp->consts + off, t->data, bytes, cudaMemcpyHostToDevice));
         p->vals[v].data = (char *)cp->consts + off;
@@ -198,7 +198,7 @@ braid_status bd_cuda_plan_prepare(void *state, bd_prepared *p, bd_err *e)
 
     /* Constants: initializers live in the session's weights; folded values here. */
     for (int v = 0; v < g->n_values; v++)
-        if (s->weight_off[v] != SIZE_MAX && p->inst.vals[v].data)
+        if (bd_cu_weight_off(s, v) != SIZE_MAX && p->inst.vals[v].data)
             p->vals[v].data = (char *)s->weights + s->weight_off[v];
     BD_TRY(upload_consts(s, cp, p, e));
     /* Intermediates in the arena. */
@@ -294,7 +294,7 @@ static braid_status launch(walk *w, int stream, int li, bd_err *e)
     bd_cu_fault_begin(cs->s, w->s->sync, w->capturing);
     st = bd_cu_fault_peek(e); /* an error left by earlier work is not this node's */
     if (!st && w->profile) st = record(w->cp->prof[1 + 2 * li], cs->s, e);
-    if (!st) st = bd_cuda_run(&k);
+    if (!st) st = bd_cuda_node_launch(w->s, p, li, stream, p->plan.n_streams, &k);
     if (!st && w->profile) st = record(w->cp->prof[2 + 2 * li], cs->s, e);
     bd_err later = {0};
     braid_status end = bd_cu_fault_end(st ? &later : e, &async);
