@@ -1,8 +1,465 @@
-/* rnn.c: CPU kernels of the rnn op family: the recurrent ops LSTM, GRU and RNN.
- * (No op of the family is registered yet.) */
+/* rnn.c: CPU kernels of the rnn op family: LSTM, GRU, RNN and com.microsoft
+ * DynamicQuantizeLSTM. Per direction: the input projection of every time
+ * step is one GEMM (OpenBLAS); each step is one GEMM of the state by R (a
+ * GEMV at batch 1; GRU without linear_before_reset needs a second for the
+ * reset state) and one pass of the gate formulas of ops/rnn.h over the batch.
+ * float16 and bfloat16 are computed in float (their inputs converted once
+ * per run, outputs rounded once); double in double. DynamicQuantizeLSTM
+ * quantizes X once and the state at every step to uint8 as onnxruntime does
+ * and accumulates the integer products exactly in int32. All scratch is one
+ * allocation per run; nothing is allocated per step. */
 #include "backend/cpu/cpu_ops.h"
+
+#include <cblas.h>
+#include <string.h>
+
+#include "backend/cpu/parallel.h"
+#include "ops/rnn.h"
+#include "util/dtype.h"
+
+enum { IN_X, IN_W, IN_R, IN_B, IN_LENS, IN_H0, IN_C0, IN_P, IN_WS, IN_WZ, IN_RS, IN_RZ };
+
+/* Steps whose GEMM is smaller than this (multiply-adds) run on one thread:
+ * handing work to helper threads costs more than it saves. */
+#define PAR_MACS (1 << 18)
+
+typedef struct rnn_run {
+    const bd_kernel *k;
+    const bd_rnn_params *p;
+    bd_rnn_cell cell;
+    int dt, real;           /* the tensors' dtype; FLOAT or DOUBLE, the one computed in */
+    size_t rs;              /* sizeof the computed type */
+    int64_t seq, batch, isz, H, G, GH, od;
+    int d, o, rev;          /* weight direction, output direction, reverse pass */
+    const int32_t *lens;    /* NULL: every entry has length seq */
+    int64_t steps;          /* the longest entry */
+    /* scratch, in the computed type */
+    void *xp;               /* (seq * batch, GH): X W^T, rows as bd_rnn_xrow */
+    void *s;                /* (batch, GH): the state times R^T this step */
+    void *h, *c, *rh;       /* (batch, H): state, cell state, GRU's r * h */
+    void *bias, *rbh, *peep;/* (GH) Wb + Rb (GRU with linear_before_reset: Wb only for h); (H) Rb of h; (3H) */
+    void *xc, *wc, *rc;     /* X, W[d], R[d] converted (float16, bfloat16), else NULL */
+    const void *x, *w, *r;  /* what the GEMMs read */
+    /* DynamicQuantizeLSTM */
+    uint8_t *qx, *qh;       /* quantized X and state */
+    int16_t *wq, *rq;       /* W[d] - zero point (isz, 4H), R[d] - zero point (H, 4H) */
+    const float *wsc, *rsc; /* per-column scales (4H) */
+    float *sc;              /* (4H) scratch: the scales of one product */
+    int64_t s_at;           /* the step being computed */
+} rnn_run;
+
+static int64_t len_of(const rnn_run *u, int64_t b) { return u->lens ? u->lens[b] : u->seq; }
+
+/* n elements of t from element off on, into dst as the computed type. */
+static void load(const rnn_run *u, const bd_tensor *t, int64_t off, int64_t n, void *dst)
+{
+    if (t->dtype == u->real) {
+        memcpy(dst, (const char *)t->data + (size_t)off * u->rs, (size_t)n * u->rs);
+        return;
+    }
+    float *f = dst; /* float16 and bfloat16 go to float */
+    const uint16_t *src = (const uint16_t *)t->data + off;
+    for (int64_t i = 0; i < n; i++)
+        f[i] = t->dtype == BRAID_DTYPE_FLOAT16 ? bd_half_to_float(src[i]) : bd_bf16_to_float(src[i]);
+}
+
+/* n computed-type elements of src into t from element off on, rounded once. */
+static void store(const rnn_run *u, bd_tensor *t, int64_t off, const void *src, int64_t n)
+{
+    if (t->dtype == u->real) {
+        memcpy((char *)t->data + (size_t)off * u->rs, src, (size_t)n * u->rs);
+        return;
+    }
+    const float *f = src;
+    uint16_t *dst = (uint16_t *)t->data + off;
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = t->dtype == BRAID_DTYPE_FLOAT16 ? bd_float_to_half(f[i]) : bd_float_to_bf16(f[i]);
+}
+
+static void zero(bd_tensor *t, int64_t off, int64_t n)
+{
+    memset((char *)t->data + (size_t)off * bd_dtype_size(t->dtype), 0, (size_t)n * bd_dtype_size(t->dtype));
+}
+
+static void *at(const rnn_run *u, const void *base, int64_t i) { return (char *)base + (size_t)i * u->rs; }
+
+/* ---- GEMMs ---------------------------------------------------------------- */
+
+typedef struct gemv_job {
+    const rnn_run *u;
+    int64_t K;
+    const void *a, *b;
+    void *c;
+} gemv_job;
+
+static void gemv_rows(void *ctx, int64_t n0, int64_t n1)
+{
+    const gemv_job *j = ctx;
+    if (j->u->real == BRAID_DTYPE_FLOAT)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)(n1 - n0), (int)j->K, 1.0f, (const float *)j->b + n0 * j->K,
+                    (int)j->K, j->a, 1, 0.0f, (float *)j->c + n0, 1);
+    else
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)(n1 - n0), (int)j->K, 1.0, (const double *)j->b + n0 * j->K,
+                    (int)j->K, j->a, 1, 0.0, (double *)j->c + n0, 1);
+}
+
+/* C (M, N; rows ldc apart) = A (M, K) B^T, B (N, K) row-major. The same
+ * bits for any thread count: a fixed split of the rows of B. */
+static void gemm_nt(const rnn_run *u, int64_t M, int64_t N, int64_t K, const void *a, const void *b, void *c,
+                    int64_t ldc)
+{
+    if (M == 0 || N == 0) return;
+    if (K == 0) {
+        for (int64_t m = 0; m < M; m++) memset(at(u, c, m * ldc), 0, (size_t)N * u->rs);
+        return;
+    }
+    int threads = M * N * K >= PAR_MACS ? u->k->threads : 1;
+    if (M == 1) {
+        gemv_job j = {u, K, a, b, c};
+        bd_parallel_for(threads, N, 256, gemv_rows, &j);
+    } else if (u->real == BRAID_DTYPE_FLOAT) {
+        bd_sgemm(threads, 0, 1, M, N, K, 1.0f, a, K, b, K, 0.0f, c, ldc);
+    } else {
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0, a, (int)K, b, (int)K, 0.0,
+                    c, (int)ldc);
+    }
+}
+
+/* DynamicQuantizeLSTM: rows [m0, m1) of C (float, N columns) = the uint8
+ * rows of qa (K columns, zero point za) times the zero-point-free weights
+ * wq (K, N), each int32 sum times scale[n]. */
+typedef struct qgemm_job {
+    const uint8_t *qa;
+    int za;
+    const int16_t *wq;
+    const float *scale;
+    float *c;
+    int64_t K, N;
+} qgemm_job;
+
+static void qgemm_rows(void *ctx, int64_t m0, int64_t m1)
+{
+    const qgemm_job *j = ctx;
+    for (int64_t m = m0; m < m1; m++) {
+        int32_t *acc = (int32_t *)(j->c + m * j->N); /* summed in place, then read back as float */
+        memset(acc, 0, (size_t)j->N * sizeof *acc);
+        const uint8_t *a = j->qa + m * j->K;
+        for (int64_t kk = 0; kk < j->K; kk++) {
+            int32_t av = (int32_t)a[kk] - j->za;
+            if (!av) continue;
+            const int16_t *w = j->wq + kk * j->N;
+            for (int64_t n = 0; n < j->N; n++) acc[n] += av * (int32_t)w[n];
+        }
+        for (int64_t n = 0; n < j->N; n++) j->c[m * j->N + n] = (float)acc[n] * j->scale[n];
+    }
+}
+
+/* Quantizes n floats of src (contiguous) with onnxruntime's parameters for
+ * the range [lo, hi]; *scale gets the scale, returns the zero point. */
+static int quantize(const float *src, int64_t n, float lo, float hi, uint8_t *dst, float *scale)
+{
+    int zp;
+    bd_rnn_qparams(lo, hi, scale, &zp);
+    for (int64_t i = 0; i < n; i++) dst[i] = (uint8_t)bd_rnn_quantize(src[i], *scale, zp);
+    return zp;
+}
+
+static void qgemm(const rnn_run *u, int64_t M, const uint8_t *qa, int za, float sa, const int16_t *wq, int64_t K,
+                  const float *wscale, float *c)
+{
+    int64_t N = 4 * u->H;
+    for (int64_t n = 0; n < N; n++) u->sc[n] = sa * wscale[n];
+    qgemm_job j = {qa, za, wq, u->sc, c, K, N};
+    bd_parallel_for(M * N * K >= PAR_MACS ? u->k->threads : 1, M, 1, qgemm_rows, &j);
+}
+
+/* ---- the gates --------------------------------------------------------------- */
+
+/* Rows [b0, b1) of the batch at step u->s_at: the gate formulas of an active
+ * entry, its state updated in place and its Y row written. phase 1 is GRU's
+ * reset state r * h (before the second GEMM), phase 2 everything else. */
+#define DEF_GATES(R, S)                                                                            \
+    static void gates_##S(const rnn_run *u, int phase, int64_t b0, int64_t b1)                   \
+    {                                                                                              \
+        const bd_rnn_cell *k = &u->cell;                                                           \
+        int64_t H = u->H, GH = u->GH;                                                              \
+        const R *bs = u->bias, *rbh = u->rbh, *pe = u->peep;                                       \
+        bd_tensor *y = u->k->n_out > 0 && u->k->node->out[0] >= 0 ? &u->k->out[0] : NULL;          \
+        for (int64_t b = b0; b < b1; b++) {                                                        \
+            int64_t t = bd_rnn_time(u->rev, u->s_at, len_of(u, b));                                \
+            if (t < 0) continue;                                                                   \
+            const R *xp = (const R *)u->xp + bd_rnn_xrow(u->p->layout, t, b, u->seq, u->batch) * GH; \
+            const R *sg = (const R *)u->s + b * GH;                                                \
+            R *h = (R *)u->h + b * H, *c = (R *)u->c + b * H, *rh = (R *)u->rh + b * H;            \
+            if (phase == 1) {                                                                      \
+                for (int64_t j = 0; j < H; j++)                                                    \
+                    rh[j] = bd_gru_reset##S(k, xp[H + j] + sg[H + j] + bs[H + j]) * h[j];          \
+                continue;                                                                          \
+            }                                                                                      \
+            switch (u->p->cell) {                                                                  \
+            case BD_RNN_LSTM:                                                                      \
+                for (int64_t j = 0; j < H; j++)                                                    \
+                    bd_lstm_unit##S(k, xp[j] + sg[j] + bs[j], xp[H + j] + sg[H + j] + bs[H + j],   \
+                                    xp[2 * H + j] + sg[2 * H + j] + bs[2 * H + j],                 \
+                                    xp[3 * H + j] + sg[3 * H + j] + bs[3 * H + j], pe[j], pe[H + j], \
+                                    pe[2 * H + j], c[j], &c[j], &h[j]);                            \
+                break;                                                                             \
+            case BD_RNN_GRU:                                                                       \
+                for (int64_t j = 0; j < H; j++) {                                                  \
+                    R gh = k->linear_before_reset                                                  \
+                               ? xp[2 * H + j] + bs[2 * H + j] +                                   \
+                                     bd_gru_reset##S(k, xp[H + j] + sg[H + j] + bs[H + j]) *       \
+                                         (sg[2 * H + j] + rbh[j])                                  \
+                               : xp[2 * H + j] + sg[2 * H + j] + bs[2 * H + j];                    \
+                    h[j] = bd_gru_unit##S(k, xp[j] + sg[j] + bs[j], gh, h[j]);                     \
+                }                                                                                  \
+                break;                                                                             \
+            default:                                                                               \
+                for (int64_t j = 0; j < H; j++) h[j] = bd_rnn_unit##S(k, xp[j] + sg[j] + bs[j]);   \
+                break;                                                                             \
+            }                                                                                      \
+            if (y)                                                                                 \
+                store(u, y, bd_rnn_yoff(u->p->layout, t, u->o, b, u->seq, u->od, u->batch, H), h, H); \
+        }                                                                                          \
+    }
+DEF_GATES(float, f)
+DEF_GATES(double, d)
+
+typedef struct gate_job {
+    const rnn_run *u;
+    int phase;
+} gate_job;
+
+static void gate_rows(void *ctx, int64_t b0, int64_t b1)
+{
+    const gate_job *j = ctx;
+    if (j->u->real == BRAID_DTYPE_FLOAT) gates_f(j->u, j->phase, b0, b1);
+    else gates_d(j->u, j->phase, b0, b1);
+}
+
+static void gates(const rnn_run *u, int phase)
+{
+    gate_job j = {u, phase};
+    int64_t work = u->batch * u->GH * 20;
+    bd_parallel_for(work >= PAR_MACS ? u->k->threads : 1, u->batch, 1, gate_rows, &j);
+}
+
+/* ---- one direction ------------------------------------------------------------- */
+
+static void minmax(const float *v, int64_t n, float *lo, float *hi)
+{
+    for (int64_t i = 0; i < n; i++) {
+        *lo = v[i] < *lo ? v[i] : *lo;
+        *hi = v[i] > *hi ? v[i] : *hi;
+    }
+}
+
+/* The recurrent product S = h R^T of step u->s_at (phase 1: GRU's z and r
+ * columns; phase 2: its h columns from r * h). */
+static void recur(rnn_run *u, int phase)
+{
+    int64_t H = u->H, GH = u->GH;
+    if (u->p->quantized) {
+        /* The state quantized over the whole batch, as onnxruntime (one
+         * intra-op thread) does: its range covers the rows it would hold, the
+         * initial state at step 0 and then the rows still running, or every
+         * started row when Y is not an output. */
+        const float *h = u->h;
+        int y = u->k->n_out > 0 && u->k->node->out[0] >= 0;
+        float lo = 0, hi = 0;
+        for (int64_t b = 0; b < u->batch; b++) {
+            int64_t len = len_of(u, b);
+            if (u->s_at == 0 || u->s_at <= len || (!y && len > 0)) minmax(h + b * H, H, &lo, &hi);
+        }
+        float sa;
+        int za = quantize(h, u->batch * H, lo, hi, u->qh, &sa);
+        qgemm(u, u->batch, u->qh, za, sa, u->rq, H, u->rsc, u->s);
+        return;
+    }
+    const char *r = u->r;
+    if (u->p->cell == BD_RNN_GRU && !u->cell.linear_before_reset) {
+        if (phase == 1) gemm_nt(u, u->batch, 2 * H, H, u->h, r, u->s, GH);
+        else gemm_nt(u, u->batch, H, H, u->rh, r + (size_t)(2 * H * H) * u->rs, at(u, u->s, 2 * H), GH);
+        return;
+    }
+    gemm_nt(u, u->batch, GH, H, u->h, r, u->s, GH);
+}
+
+static braid_status run_dir(rnn_run *u)
+{
+    const bd_kernel *k = u->k;
+    const bd_rnn_params *p = u->p;
+    int64_t H = u->H, GH = u->GH, d = u->d, rows = u->seq * u->batch;
+    u->cell = p->dir[d];
+    u->rev = bd_rnn_reverse(p->direction, (int)d);
+    /* Biases and peepholes of this direction (0 when absent). */
+    memset(u->bias, 0, (size_t)GH * u->rs);
+    memset(u->rbh, 0, (size_t)H * u->rs);
+    memset(u->peep, 0, (size_t)3 * H * u->rs);
+    if (k->in[IN_B].data) {
+        load(u, &k->in[IN_B], d * 2 * GH, GH, u->bias);
+        load(u, &k->in[IN_B], d * 2 * GH + GH, GH, u->s); /* Rb, through the step buffer */
+        int lbr = p->cell == BD_RNN_GRU && u->cell.linear_before_reset;
+        for (int64_t j = 0; j < GH; j++) {
+            if (lbr && j >= 2 * H) continue;
+            if (u->real == BRAID_DTYPE_FLOAT) ((float *)u->bias)[j] += ((float *)u->s)[j];
+            else ((double *)u->bias)[j] += ((double *)u->s)[j];
+        }
+        if (lbr) memcpy(u->rbh, at(u, u->s, 2 * H), (size_t)H * u->rs);
+    }
+    if (p->cell == BD_RNN_LSTM && k->n_in > IN_P && k->in[IN_P].data) load(u, &k->in[IN_P], d * 3 * H, 3 * H, u->peep);
+    /* The initial state. */
+    for (int i = 0; i < 2; i++) {
+        void *dst = i ? u->c : u->h;
+        int in = i ? IN_C0 : IN_H0;
+        if (i && p->cell != BD_RNN_LSTM) break;
+        if (k->n_in > in && k->in[in].data)
+            for (int64_t b = 0; b < u->batch; b++)
+                load(u, &k->in[in], bd_rnn_hoff(p->layout, d, b, p->dirs, u->batch, H), H, at(u, dst, b * H));
+        else memset(dst, 0, (size_t)(u->batch * H) * u->rs);
+    }
+    /* The input projection of every step. */
+    if (p->quantized) {
+        const bd_tensor *w = &k->in[IN_W], *wz = &k->in[IN_WZ], *rz = &k->in[IN_RZ];
+        int per_w = wz->rank == 2, per_r = rz->rank == 2, sgn = w->dtype == BRAID_DTYPE_INT8;
+        const uint8_t *wd = (const uint8_t *)w->data + d * u->isz * GH;
+        const uint8_t *rd = (const uint8_t *)k->in[IN_R].data + d * H * GH;
+        const uint8_t *wzd = (const uint8_t *)wz->data + d * (per_w ? GH : 1);
+        const uint8_t *rzd = (const uint8_t *)rz->data + d * (per_r ? GH : 1);
+        for (int64_t i = 0; i < u->isz * GH; i++) {
+            int64_t n = i % GH;
+            int v = sgn ? (int8_t)wd[i] : wd[i], z = sgn ? (int8_t)wzd[per_w ? n : 0] : wzd[per_w ? n : 0];
+            u->wq[i] = (int16_t)(v - z);
+        }
+        for (int64_t i = 0; i < H * GH; i++) {
+            int64_t n = i % GH;
+            int v = sgn ? (int8_t)rd[i] : rd[i], z = sgn ? (int8_t)rzd[per_r ? n : 0] : rzd[per_r ? n : 0];
+            u->rq[i] = (int16_t)(v - z);
+        }
+        const bd_tensor *ws = &k->in[IN_WS], *rs = &k->in[IN_RS];
+        float *wsc = u->sc + GH, *rsc = u->sc + 2 * GH; /* per-column scales of this direction */
+        for (int64_t n = 0; n < GH; n++) {
+            wsc[n] = ((const float *)ws->data)[ws->rank == 2 ? d * GH + n : d];
+            rsc[n] = ((const float *)rs->data)[rs->rank == 2 ? d * GH + n : d];
+        }
+        u->wsc = wsc;
+        u->rsc = rsc;
+        /* X over the rows of the steps that run (t < the longest entry), as onnxruntime does. */
+        const float *x = k->in[IN_X].data;
+        float lo = 0, hi = 0;
+        for (int64_t t = 0; t < u->steps; t++)
+            for (int64_t b = 0; b < u->batch; b++)
+                minmax(x + bd_rnn_xrow(p->layout, t, b, u->seq, u->batch) * u->isz, u->isz, &lo, &hi);
+        float sx;
+        int zx = quantize(x, rows * u->isz, lo, hi, u->qx, &sx);
+        qgemm(u, rows, u->qx, zx, sx, u->wq, u->isz, u->wsc, u->xp);
+    } else {
+        if (u->wc) load(u, &k->in[IN_W], d * GH * u->isz, GH * u->isz, u->wc);
+        if (u->rc) load(u, &k->in[IN_R], d * GH * H, GH * H, u->rc);
+        u->w = u->wc ? u->wc : at(u, k->in[IN_W].data, d * GH * u->isz);
+        u->r = u->rc ? u->rc : at(u, k->in[IN_R].data, d * GH * H);
+        gemm_nt(u, rows, GH, u->isz, u->x, u->w, u->xp, GH);
+    }
+    /* The recurrence. */
+    int two = p->cell == BD_RNN_GRU && !u->cell.linear_before_reset;
+    for (int64_t s = 0; s < u->steps; s++) {
+        u->s_at = s;
+        recur(u, 1);
+        if (two) {
+            gates(u, 1);
+            recur(u, 2);
+        }
+        gates(u, 2);
+    }
+    /* Y is 0 past each entry's length; Y_h and Y_c hold the last state (0 for
+     * an entry of length 0). */
+    bd_tensor *y = k->n_out > 0 && k->node->out[0] >= 0 ? &k->out[0] : NULL;
+    for (int64_t b = 0; b < u->batch; b++) {
+        int64_t len = len_of(u, b);
+        for (int64_t t = len; y && t < u->seq; t++)
+            zero(y, bd_rnn_yoff(p->layout, t, u->o, b, u->seq, u->od, u->batch, H), H);
+        for (int i = 1; i <= 2; i++) {
+            if (k->n_out <= i || k->node->out[i] < 0) continue;
+            int64_t off = bd_rnn_hoff(p->layout, u->o, b, u->od, u->batch, H);
+            if (len == 0) zero(&k->out[i], off, H);
+            else store(u, &k->out[i], off, at(u, i == 1 ? u->h : u->c, b * H), H);
+        }
+    }
+    return BRAID_OK;
+}
 
 braid_status bd_cpu_rnn(const bd_kernel *k)
 {
-    return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op %s has no CPU kernel", k->node->op_type);
+    braid_status st = BRAID_OK;
+    const bd_rnn_params *p = k->node->params;
+    const bd_tensor *x = &k->in[IN_X];
+    rnn_run u = {.k = k, .p = p, .dt = x->dtype};
+    u.real = x->dtype == BRAID_DTYPE_DOUBLE ? BRAID_DTYPE_DOUBLE : BRAID_DTYPE_FLOAT;
+    u.rs = bd_dtype_size(u.real);
+    u.seq = x->dims[p->layout ? 1 : 0];
+    u.batch = x->dims[p->layout ? 0 : 1];
+    u.isz = x->dims[2];
+    u.H = p->hidden ? p->hidden : k->in[IN_R].dims[p->quantized ? 1 : 2];
+    u.G = p->gates;
+    u.GH = u.G * u.H;
+    int first, count;
+    bd_rnn_dirs(p, &first, &count);
+    u.od = count;
+    char *mem = NULL;
+    /* sequence_lens, checked here when it was not known at plan time. */
+    u.steps = u.seq;
+    if (k->n_in > IN_LENS && k->in[IN_LENS].data) {
+        u.lens = k->in[IN_LENS].data;
+        u.steps = 0;
+        for (int64_t b = 0; b < u.batch; b++) {
+            if (u.lens[b] < 0 || u.lens[b] > u.seq)
+                return BD_FAIL(k->err, BRAID_ERR_INVALID_ARGUMENT,
+                               "sequence_lens[%lld] is %d, outside [0, %lld] (the sequence length of X)",
+                               (long long)b, (int)u.lens[b], (long long)u.seq);
+            u.steps = BD_MAX(u.steps, (int64_t)u.lens[b]);
+        }
+    }
+    if (u.batch == 0 || u.H == 0) return BRAID_OK;
+    int conv = x->dtype == BRAID_DTYPE_FLOAT16 || x->dtype == BRAID_DTYPE_BFLOAT16;
+    int64_t rows = u.seq * u.batch, H = u.H, GH = u.GH;
+    /* One block: xp, s, h, c, rh, bias, rbh, peep (computed type); X, W, R
+     * converted; the quantized buffers. */
+    size_t sizes[14] = {(size_t)(rows * GH), (size_t)(u.batch * GH), (size_t)(u.batch * H), (size_t)(u.batch * H),
+                        (size_t)(u.batch * H), (size_t)GH, (size_t)H, (size_t)(3 * H),
+                        conv ? (size_t)(rows * u.isz) : 0, conv ? (size_t)(GH * u.isz) : 0,
+                        conv ? (size_t)(GH * H) : 0, 0, 0, 0};
+    size_t bytes[14], total = 0;
+    for (int i = 0; i < 11; i++) bytes[i] = sizes[i] * u.rs;
+    if (p->quantized) {
+        bytes[11] = (size_t)(rows * u.isz + u.batch * H);     /* qx, qh */
+        bytes[12] = (size_t)(u.isz * GH + H * GH) * 2;        /* wq, rq */
+        bytes[13] = (size_t)(3 * GH) * sizeof(float);         /* sc */
+    } else bytes[11] = bytes[12] = bytes[13] = 0;
+    for (int i = 0; i < 14; i++) total += (bytes[i] + 63) & ~(size_t)63;
+    mem = bd_malloc(total ? total : 1);
+    BD_CHECK_ALLOC(k->err, mem);
+    void *ptr[14];
+    for (size_t i = 0, off = 0; i < 14; i++) {
+        ptr[i] = bytes[i] ? mem + off : NULL;
+        off += (bytes[i] + 63) & ~(size_t)63;
+    }
+    u.xp = ptr[0], u.s = ptr[1], u.h = ptr[2], u.c = ptr[3], u.rh = ptr[4];
+    u.bias = ptr[5], u.rbh = ptr[6], u.peep = ptr[7], u.xc = ptr[8], u.wc = ptr[9], u.rc = ptr[10];
+    if (p->quantized) {
+        u.qx = ptr[11];
+        u.qh = u.qx + rows * u.isz;
+        u.wq = ptr[12];
+        u.rq = u.wq + u.isz * GH;
+        u.sc = ptr[13];
+    }
+    if (u.xc) load(&u, x, 0, rows * u.isz, u.xc);
+    u.x = u.xc ? u.xc : x->data;
+    for (int i = 0; i < count; i++) {
+        u.d = first + i;
+        u.o = i;
+        BD_TRY(run_dir(&u));
+    }
+fail:
+    bd_free(mem);
+    return st;
 }
