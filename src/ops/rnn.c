@@ -117,6 +117,8 @@ braid_status bd_rnn_parse(bd_node *n, bd_err *e)
         goto fail;
     }
     p->part = (int)v;
+    BD_TRY(bd_attr_int(n, BD_RNN_RT_ATTR, 0, &v, e));
+    p->r_transposed = p->quantized || v != 0;
     BD_TRY(bd_attr_int(n, "layout", 0, &v, e));
     if (v != 0 && v != 1) {
         st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'layout' is %lld; it must be 0 or 1", (long long)v);
@@ -184,7 +186,7 @@ braid_status bd_rnn_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out,
     int64_t seq = x->dims[p->layout ? 1 : 0], batch = x->dims[p->layout ? 0 : 1], isz = x->dims[2];
     int64_t G = p->gates, D = p->dirs, H = p->hidden;
     if (r->rank != 3) return BD_FAIL(e, BRAID_ERR_SHAPE, "input R has rank %d; it must have rank 3", r->rank);
-    if (!H) H = r->dims[p->quantized ? 1 : 2];
+    if (!H) H = bd_rnn_hidden(p, r);
     char why[96];
     snprintf(why, sizeof why, "%s hidden_size %lld%s", p->dirs == 2 ? "a bidirectional" : "a one-direction",
              (long long)H, bd_node_attr(n, "hidden_size") ? "" : " (from R)");
@@ -213,7 +215,8 @@ braid_status bd_rnn_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out,
         BD_TRY(expect_dtype(w, "W", dt, e));
         BD_TRY(expect_dtype(r, "R", dt, e));
         BD_TRY(expect_dims(w, "W", why, 3, D, G * H, isz, e));
-        BD_TRY(expect_dims(r, "R", why, 3, D, G * H, H, e));
+        if (p->r_transposed) BD_TRY(expect_dims(r, "R (transposed at load)", why, 3, D, H, G * H, e));
+        else BD_TRY(expect_dims(r, "R", why, 3, D, G * H, H, e));
     }
     if (given(in, ni, IN_B)) {
         BD_TRY(expect_dtype(&in[IN_B], "B", dt, e));
@@ -266,7 +269,7 @@ double bd_rnn_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out)
     const bd_tensor *x = &in[IN_X];
     if (!p || x->rank != 3) return 0;
     double seq = (double)x->dims[p->layout ? 1 : 0], batch = (double)x->dims[p->layout ? 0 : 1];
-    double isz = (double)x->dims[2], H = (double)(p->hidden ? p->hidden : in[IN_R].dims[p->quantized ? 1 : 2]);
+    double isz = (double)x->dims[2], H = (double)bd_rnn_hidden(p, &in[IN_R]);
     double dirs = p->part >= 0 ? 1 : p->dirs, gh = (double)p->gates * H;
     /* The GEMMs, the gate math, and a latency per step: the steps run one
      * after the other (a GEMM and a gate update each), whatever their size;

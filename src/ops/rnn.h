@@ -55,6 +55,10 @@ typedef struct bd_rnn_cell {
  * 1 reverse) of the bidirectional node's weights, states and activations,
  * and its outputs have one direction. */
 #define BD_RNN_PART_ATTR "braid.direction_part"
+/* An internal attribute the same rewrite writes when it replaced a constant
+ * R (dirs, G*H, H) by its transpose (dirs, H, G*H): the layout in which the
+ * state times R is a GEMV over contiguous rows, made once at load. */
+#define BD_RNN_RT_ATTR "braid.r_transposed"
 
 typedef struct bd_rnn_params {
     int cell;        /* BD_RNN_LSTM, BD_RNN_GRU, BD_RNN_SIMPLE */
@@ -64,6 +68,7 @@ typedef struct bd_rnn_params {
     int direction;   /* BD_RNN_FORWARD... */
     int dirs;        /* directions in the weights: 2 for bidirectional */
     int part;        /* -1: every direction; 0 or 1: only that one (BD_RNN_PART_ATTR) */
+    int r_transposed;/* R is (dirs, H, G*H) (BD_RNN_RT_ATTR; DynamicQuantizeLSTM's always is) */
     int layout;      /* 0: X (seq, batch, input); 1: (batch, seq, input) */
     bd_rnn_cell dir[2];
 } bd_rnn_params;
@@ -73,6 +78,12 @@ static inline void bd_rnn_dirs(const bd_rnn_params *p, int *first, int *count)
 {
     *first = p->part >= 0 ? p->part : 0;
     *count = p->part >= 0 ? 1 : p->dirs;
+}
+
+/* The hidden size: the attribute, else R's dims. */
+static inline int64_t bd_rnn_hidden(const bd_rnn_params *p, const bd_tensor *r)
+{
+    return p->hidden ? p->hidden : r->rank == 3 ? r->dims[p->r_transposed ? 1 : 2] : 0;
 }
 
 /* Whether weight direction d runs backwards in time. */
@@ -113,8 +124,18 @@ static inline BD_HOST_DEVICE int64_t bd_rnn_time(int reverse, int64_t s, int64_t
 
 /* ---- activations and gates, in float and in double --------------------------- */
 
+/* Always inlined: in a loop with the activations known, the switch folds
+ * away and the loop vectorizes. */
+#if defined(__CUDACC__)
+#define BD_RNN_INLINE static __forceinline__ __host__ __device__
+#elif defined(__GNUC__)
+#define BD_RNN_INLINE static inline __attribute__((always_inline))
+#else
+#define BD_RNN_INLINE static inline
+#endif
+
 #define BD_RNN_FORMULAS(T, S, EXP, TANH, LOG1P, FABS)                                                 \
-    static inline BD_HOST_DEVICE T bd_rnn_act##S(bd_rnn_fn f, T x)                                  \
+    BD_RNN_INLINE T bd_rnn_act##S(bd_rnn_fn f, T x)                                  \
     {                                                                                                \
         T a = (T)f.alpha, b = (T)f.beta, y;                                                          \
         switch (f.kind) {                                                                            \
@@ -135,14 +156,14 @@ static inline BD_HOST_DEVICE int64_t bd_rnn_time(int reverse, int64_t s, int64_t
         }                                                                                            \
     }                                                                                                \
     /* x clipped to [-clip, clip] (clip 0: unchanged; NaN stays NaN). */                             \
-    static inline BD_HOST_DEVICE T bd_rnn_clip##S(float clip, T x)                                   \
+    BD_RNN_INLINE T bd_rnn_clip##S(float clip, T x)                                   \
     {                                                                                                \
         T c = (T)clip;                                                                               \
         return clip > 0 ? (x > c ? c : x < -c ? -c : x) : x;                                         \
     }                                                                                                \
     /* One LSTM unit: gi, go, gf, gc are the gate sums (X W^T + H R^T + Wb + Rb)                     \
      * of i, o, f, c; pi, po, pf the peepholes; cp the previous cell state. */                       \
-    static inline BD_HOST_DEVICE void bd_lstm_unit##S(const bd_rnn_cell *k, T gi, T go, T gf, T gc,  \
+    BD_RNN_INLINE void bd_lstm_unit##S(const bd_rnn_cell *k, T gi, T go, T gf, T gc,  \
                                                       T pi, T po, T pf, T cp, T *c, T *h)             \
     {                                                                                                \
         T i = bd_rnn_act##S(k->f[0], bd_rnn_clip##S(k->clip, gi + pi * cp));                       \
@@ -154,25 +175,34 @@ static inline BD_HOST_DEVICE int64_t bd_rnn_time(int reverse, int64_t s, int64_t
         *h = o * bd_rnn_act##S(k->f[2], cn);                                                         \
     }                                                                                                \
     /* GRU's reset gate r from its sum. */                                                           \
-    static inline BD_HOST_DEVICE T bd_gru_reset##S(const bd_rnn_cell *k, T gr)                      \
+    BD_RNN_INLINE T bd_gru_reset##S(const bd_rnn_cell *k, T gr)                      \
     {                                                                                                \
         return bd_rnn_act##S(k->f[0], bd_rnn_clip##S(k->clip, gr));                                  \
     }                                                                                                \
     /* GRU's new state from the update gate's sum gz, the candidate's sum gh                         \
      * (r already applied) and the previous state hp. */                                             \
-    static inline BD_HOST_DEVICE T bd_gru_unit##S(const bd_rnn_cell *k, T gz, T gh, T hp)           \
+    BD_RNN_INLINE T bd_gru_unit##S(const bd_rnn_cell *k, T gz, T gh, T hp)           \
     {                                                                                                \
         T z = bd_rnn_act##S(k->f[0], bd_rnn_clip##S(k->clip, gz));                                   \
         T hh = bd_rnn_act##S(k->f[1], bd_rnn_clip##S(k->clip, gh));                                  \
         return ((T)1 - z) * hh + z * hp;                                                             \
     }                                                                                                \
     /* A plain RNN unit from its sum. */                                                             \
-    static inline BD_HOST_DEVICE T bd_rnn_unit##S(const bd_rnn_cell *k, T g)                        \
+    BD_RNN_INLINE T bd_rnn_unit##S(const bd_rnn_cell *k, T g)                        \
     {                                                                                                \
         return bd_rnn_act##S(k->f[0], bd_rnn_clip##S(k->clip, g));                                   \
     }
 
-BD_RNN_FORMULAS(float, f, expf, tanhf, log1pf, fabsf)
+/* The float exp and tanh of the formulas: libm's (CUDA's on the device)
+ * unless the includer names others first (the CPU kernels use vmath.h's
+ * vectorizable ones, within 4 ulp). */
+#ifndef BD_RNN_EXPF
+#define BD_RNN_EXPF expf
+#endif
+#ifndef BD_RNN_TANHF
+#define BD_RNN_TANHF tanhf
+#endif
+BD_RNN_FORMULAS(float, f, BD_RNN_EXPF, BD_RNN_TANHF, log1pf, fabsf)
 BD_RNN_FORMULAS(double, d, exp, tanh, log1p, fabs)
 #undef BD_RNN_FORMULAS
 

@@ -8,14 +8,23 @@
  * quantizes X once and the state at every step to uint8 as onnxruntime does
  * and accumulates the integer products exactly in int32. All scratch is one
  * allocation per run; nothing is allocated per step. */
+/* Vectorize the gate loops even in -O2 builds; selects need no FP traps. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3", "no-trapping-math", "no-math-errno")
+#endif
+
 #include "backend/cpu/cpu_ops.h"
 
 #include <cblas.h>
 #include <string.h>
 
 #include "backend/cpu/parallel.h"
-#include "ops/rnn.h"
 #include "util/dtype.h"
+#include "vmath.h"
+/* The float gate formulas with vmath's exp and tanh, which vectorize. */
+#define BD_RNN_EXPF bd_vexpf
+#define BD_RNN_TANHF bd_vtanhf
+#include "ops/rnn.h"
 
 enum { IN_X, IN_W, IN_R, IN_B, IN_LENS, IN_H0, IN_C0, IN_P, IN_WS, IN_WZ, IN_RS, IN_RZ };
 
@@ -38,8 +47,9 @@ typedef struct rnn_run {
     void *s;                /* (batch, GH): the state times R^T this step */
     void *h, *c, *rh;       /* (batch, H): state, cell state, GRU's r * h */
     void *bias, *rbh, *peep;/* (GH) Wb + Rb (GRU with linear_before_reset: Wb only for h); (H) Rb of h; (3H) */
-    void *xc, *wc, *rc;     /* X, W[d], R[d] converted (float16, bfloat16), else NULL */
-    const void *x, *w, *r;  /* what the GEMMs read */
+    void *xc, *wc;          /* X, W[d] converted (float16, bfloat16), else NULL */
+    void *rtc;              /* R[d]^T (H, GH) made here (R not transposed at load, or converted), else NULL */
+    const void *x, *w, *rt; /* what the GEMMs read: X, W[d] (GH, isz), R[d]^T (H, GH) */
     /* DynamicQuantizeLSTM */
     uint8_t *qx, *qh;       /* quantized X and state */
     int16_t *wq, *rq;       /* W[d] - zero point (isz, 4H), R[d] - zero point (H, 4H) */
@@ -85,26 +95,38 @@ static void *at(const rnn_run *u, const void *base, int64_t i) { return (char *)
 
 /* ---- GEMMs ---------------------------------------------------------------- */
 
+/* Batches up to this size multiply the state by R as one GEMV per entry:
+ * OpenBLAS's GEMM packs R on every call, which costs more than the product
+ * of a few rows (measured: sgemm of M = 1 to 4 rows by a 512 x 128 R costs
+ * what 4 GEMVs do). */
+#define GEMV_ROWS 3
+
 typedef struct gemv_job {
     const rnn_run *u;
-    int64_t K;
+    int64_t M, K, ldc;
     const void *a, *b;
     void *c;
 } gemv_job;
 
-static void gemv_rows(void *ctx, int64_t n0, int64_t n1)
+/* Columns [n0, n1) of every row of C = A B^T, one GEMV per row of A. */
+static void gemv_cols(void *ctx, int64_t n0, int64_t n1)
 {
     const gemv_job *j = ctx;
-    if (j->u->real == BRAID_DTYPE_FLOAT)
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)(n1 - n0), (int)j->K, 1.0f, (const float *)j->b + n0 * j->K,
-                    (int)j->K, j->a, 1, 0.0f, (float *)j->c + n0, 1);
-    else
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)(n1 - n0), (int)j->K, 1.0, (const double *)j->b + n0 * j->K,
-                    (int)j->K, j->a, 1, 0.0, (double *)j->c + n0, 1);
+    for (int64_t m = 0; m < j->M; m++) {
+        if (j->u->real == BRAID_DTYPE_FLOAT)
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)(n1 - n0), (int)j->K, 1.0f,
+                        (const float *)j->b + n0 * j->K, (int)j->K, (const float *)j->a + m * j->K, 1, 0.0f,
+                        (float *)j->c + m * j->ldc + n0, 1);
+        else
+            cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)(n1 - n0), (int)j->K, 1.0,
+                        (const double *)j->b + n0 * j->K, (int)j->K, (const double *)j->a + m * j->K, 1, 0.0,
+                        (double *)j->c + m * j->ldc + n0, 1);
+    }
 }
 
 /* C (M, N; rows ldc apart) = A (M, K) B^T, B (N, K) row-major. The same
- * bits for any thread count: a fixed split of the rows of B. */
+ * bits for any thread count: a fixed split of the rows of B, or
+ * bd_sgemm's fixed tiles. */
 static void gemm_nt(const rnn_run *u, int64_t M, int64_t N, int64_t K, const void *a, const void *b, void *c,
                     int64_t ldc)
 {
@@ -114,14 +136,46 @@ static void gemm_nt(const rnn_run *u, int64_t M, int64_t N, int64_t K, const voi
         return;
     }
     int threads = M * N * K >= PAR_MACS ? u->k->threads : 1;
-    if (M == 1) {
-        gemv_job j = {u, K, a, b, c};
-        bd_parallel_for(threads, N, 256, gemv_rows, &j);
+    if (M <= GEMV_ROWS) {
+        gemv_job j = {u, M, K, ldc, a, b, c};
+        bd_parallel_for(threads, N, 256, gemv_cols, &j);
     } else if (u->real == BRAID_DTYPE_FLOAT) {
         bd_sgemm(threads, 0, 1, M, N, K, 1.0f, a, K, b, K, 0.0f, c, ldc);
     } else {
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0, a, (int)K, b, (int)K, 0.0,
                     c, (int)ldc);
+    }
+}
+
+/* Columns [n0, n1) of every row of C = A RT, one GEMV per row of A. */
+static void gemv_t_cols(void *ctx, int64_t n0, int64_t n1)
+{
+    const gemv_job *j = ctx;
+    for (int64_t m = 0; m < j->M; m++) {
+        if (j->u->real == BRAID_DTYPE_FLOAT)
+            cblas_sgemv(CblasRowMajor, CblasTrans, (int)j->K, (int)(n1 - n0), 1.0f, (const float *)j->b + n0,
+                        (int)j->u->GH, (const float *)j->a + m * j->K, 1, 0.0f, (float *)j->c + m * j->ldc + n0, 1);
+        else
+            cblas_dgemv(CblasRowMajor, CblasTrans, (int)j->K, (int)(n1 - n0), 1.0, (const double *)j->b + n0,
+                        (int)j->u->GH, (const double *)j->a + m * j->K, 1, 0.0, (double *)j->c + m * j->ldc + n0, 1);
+    }
+}
+
+/* The state's product: C (M, N; rows ldc apart) = A (M, H) RT[:, 0:N], where
+ * RT points at a column of R^T (H rows GH apart). */
+static void gemm_rt(const rnn_run *u, int64_t M, int64_t N, const void *a, const void *rt, void *c, int64_t ldc)
+{
+    int64_t K = u->H;
+    if (M == 0 || N == 0) return;
+    int threads = M * N * K >= PAR_MACS ? u->k->threads : 1;
+    if (M <= GEMV_ROWS) {
+        gemv_job j = {u, M, K, ldc, a, rt, c};
+        bd_parallel_for(threads, N, 256, gemv_t_cols, &j);
+    } else if (u->real == BRAID_DTYPE_FLOAT) {
+        bd_sgemm(threads, 0, 0, M, N, K, 1.0f, a, K, rt, u->GH, 0.0f, c, ldc);
+    } else {
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0, a, (int)K, rt,
+                    (int)u->GH, 0.0, c, (int)ldc);
     }
 }
 
@@ -175,55 +229,107 @@ static void qgemm(const rnn_run *u, int64_t M, const uint8_t *qa, int za, float 
 
 /* ---- the gates --------------------------------------------------------------- */
 
-/* Rows [b0, b1) of the batch at step u->s_at: the gate formulas of an active
- * entry, its state updated in place and its Y row written. phase 1 is GRU's
- * reset state r * h (before the second GEMM), phase 2 everything else. */
-#define DEF_GATES(R, S)                                                                            \
-    static void gates_##S(const rnn_run *u, int phase, int64_t b0, int64_t b1)                   \
+/* One batch entry's units, for each cell. The pointers do not alias, so the
+ * loops vectorize; the _std variants fix the activations to the defaults
+ * (LSTM sigmoid, tanh, tanh; GRU sigmoid, tanh; RNN tanh) so that the
+ * compiler folds the formulas' switch away. */
+#define ROW_ATTR static inline __attribute__((always_inline))
+#define DEF_ROWS(R, S)                                                                             \
+    ROW_ATTR void lstm_row_##S(const bd_rnn_cell *k, int64_t H, const R *restrict xp, const R *restrict sg, \
+                               const R *restrict bs, const R *restrict pe, R *restrict c, R *restrict h) \
     {                                                                                              \
-        const bd_rnn_cell *k = &u->cell;                                                           \
+        for (int64_t j = 0; j < H; j++)                                                            \
+            bd_lstm_unit##S(k, xp[j] + sg[j] + bs[j], xp[H + j] + sg[H + j] + bs[H + j],           \
+                            xp[2 * H + j] + sg[2 * H + j] + bs[2 * H + j],                         \
+                            xp[3 * H + j] + sg[3 * H + j] + bs[3 * H + j], pe[j], pe[H + j], pe[2 * H + j], \
+                            c[j], &c[j], &h[j]);                                                   \
+    }                                                                                              \
+    /* GRU's r * h (before the second GEMM, without linear_before_reset). */                      \
+    ROW_ATTR void gru_reset_row_##S(const bd_rnn_cell *k, int64_t H, const R *restrict xp,        \
+                                    const R *restrict sg, const R *restrict bs, const R *restrict h, \
+                                    R *restrict rh)                                                \
+    {                                                                                              \
+        for (int64_t j = 0; j < H; j++) rh[j] = bd_gru_reset##S(k, xp[H + j] + sg[H + j] + bs[H + j]) * h[j]; \
+    }                                                                                              \
+    ROW_ATTR void gru_row_##S(const bd_rnn_cell *k, int64_t H, const R *restrict xp, const R *restrict sg, \
+                              const R *restrict bs, const R *restrict rbh, R *restrict h)          \
+    {                                                                                              \
+        if (k->linear_before_reset)                                                                \
+            for (int64_t j = 0; j < H; j++) {                                                      \
+                R r = bd_gru_reset##S(k, xp[H + j] + sg[H + j] + bs[H + j]);                       \
+                R gh = xp[2 * H + j] + bs[2 * H + j] + r * (sg[2 * H + j] + rbh[j]);               \
+                h[j] = bd_gru_unit##S(k, xp[j] + sg[j] + bs[j], gh, h[j]);                         \
+            }                                                                                      \
+        else                                                                                       \
+            for (int64_t j = 0; j < H; j++)                                                        \
+                h[j] = bd_gru_unit##S(k, xp[j] + sg[j] + bs[j], xp[2 * H + j] + sg[2 * H + j] + bs[2 * H + j], h[j]); \
+    }                                                                                              \
+    ROW_ATTR void rnn_row_##S(const bd_rnn_cell *k, int64_t H, const R *restrict xp, const R *restrict sg, \
+                              const R *restrict bs, R *restrict h)                                 \
+    {                                                                                              \
+        for (int64_t j = 0; j < H; j++) h[j] = bd_rnn_unit##S(k, xp[j] + sg[j] + bs[j]);           \
+    }                                                                                              \
+    /* One entry at time t: phase 1 is GRU's r * h, phase 2 the state update.                    \
+     * std (a constant where inlined): the op's default activations. */                           \
+    ROW_ATTR void entry_##S(const rnn_run *u, int phase, int std, int64_t b, int64_t t)           \
+    {                                                                                              \
         int64_t H = u->H, GH = u->GH;                                                              \
-        const R *bs = u->bias, *rbh = u->rbh, *pe = u->peep;                                       \
-        bd_tensor *y = u->k->n_out > 0 && u->k->node->out[0] >= 0 ? &u->k->out[0] : NULL;          \
-        for (int64_t b = b0; b < b1; b++) {                                                        \
-            int64_t t = bd_rnn_time(u->rev, u->s_at, len_of(u, b));                                \
-            if (t < 0) continue;                                                                   \
-            const R *xp = (const R *)u->xp + bd_rnn_xrow(u->p->layout, t, b, u->seq, u->batch) * GH; \
-            const R *sg = (const R *)u->s + b * GH;                                                \
-            R *h = (R *)u->h + b * H, *c = (R *)u->c + b * H, *rh = (R *)u->rh + b * H;            \
-            if (phase == 1) {                                                                      \
-                for (int64_t j = 0; j < H; j++)                                                    \
-                    rh[j] = bd_gru_reset##S(k, xp[H + j] + sg[H + j] + bs[H + j]) * h[j];          \
-                continue;                                                                          \
-            }                                                                                      \
-            switch (u->p->cell) {                                                                  \
-            case BD_RNN_LSTM:                                                                      \
-                for (int64_t j = 0; j < H; j++)                                                    \
-                    bd_lstm_unit##S(k, xp[j] + sg[j] + bs[j], xp[H + j] + sg[H + j] + bs[H + j],   \
-                                    xp[2 * H + j] + sg[2 * H + j] + bs[2 * H + j],                 \
-                                    xp[3 * H + j] + sg[3 * H + j] + bs[3 * H + j], pe[j], pe[H + j], \
-                                    pe[2 * H + j], c[j], &c[j], &h[j]);                            \
-                break;                                                                             \
-            case BD_RNN_GRU:                                                                       \
-                for (int64_t j = 0; j < H; j++) {                                                  \
-                    R gh = k->linear_before_reset                                                  \
-                               ? xp[2 * H + j] + bs[2 * H + j] +                                   \
-                                     bd_gru_reset##S(k, xp[H + j] + sg[H + j] + bs[H + j]) *       \
-                                         (sg[2 * H + j] + rbh[j])                                  \
-                               : xp[2 * H + j] + sg[2 * H + j] + bs[2 * H + j];                    \
-                    h[j] = bd_gru_unit##S(k, xp[j] + sg[j] + bs[j], gh, h[j]);                     \
-                }                                                                                  \
-                break;                                                                             \
-            default:                                                                               \
-                for (int64_t j = 0; j < H; j++) h[j] = bd_rnn_unit##S(k, xp[j] + sg[j] + bs[j]);   \
-                break;                                                                             \
-            }                                                                                      \
-            if (y)                                                                                 \
-                store(u, y, bd_rnn_yoff(u->p->layout, t, u->o, b, u->seq, u->od, u->batch, H), h, H); \
+        const R *xp = (const R *)u->xp + bd_rnn_xrow(u->p->layout, t, b, u->seq, u->batch) * GH;   \
+        const R *sg = (const R *)u->s + b * GH, *bs = u->bias;                                     \
+        R *h = (R *)u->h + b * H;                                                                  \
+        bd_rnn_cell k = u->cell;                                                                   \
+        if (std) k.f[1].kind = k.f[2].kind = BD_RNN_TANH;                                          \
+        if (phase == 1) {                                                                          \
+            if (std) k.f[0].kind = BD_RNN_SIGMOID;                                                 \
+            gru_reset_row_##S(&k, H, xp, sg, bs, h, (R *)u->rh + b * H);                           \
+        } else if (u->p->cell == BD_RNN_LSTM) {                                                    \
+            if (std) k.f[0].kind = BD_RNN_SIGMOID;                                                 \
+            lstm_row_##S(&k, H, xp, sg, bs, u->peep, (R *)u->c + b * H, h);                        \
+        } else if (u->p->cell == BD_RNN_GRU) {                                                     \
+            if (std) k.f[0].kind = BD_RNN_SIGMOID;                                                 \
+            gru_row_##S(&k, H, xp, sg, bs, u->rbh, h);                                             \
+        } else {                                                                                   \
+            if (std) k.f[0].kind = BD_RNN_TANH;                                                    \
+            rnn_row_##S(&k, H, xp, sg, bs, h);                                                     \
         }                                                                                          \
     }
-DEF_GATES(float, f)
-DEF_GATES(double, d)
+DEF_ROWS(float, f)
+DEF_ROWS(double, d)
+
+/* Whether the cell's activations are the op's defaults. */
+static int std_acts(const rnn_run *u)
+{
+    const bd_rnn_fn *f = u->cell.f;
+    switch (u->p->cell) {
+    case BD_RNN_LSTM: return f[0].kind == BD_RNN_SIGMOID && f[1].kind == BD_RNN_TANH && f[2].kind == BD_RNN_TANH;
+    case BD_RNN_GRU: return f[0].kind == BD_RNN_SIGMOID && f[1].kind == BD_RNN_TANH;
+    default: return f[0].kind == BD_RNN_TANH;
+    }
+}
+
+/* Rows [b0, b1) of the batch at step u->s_at: the entries still running get
+ * their gates, state and Y row. Built twice on x86-64 with GCC, for AVX2+FMA
+ * and for the baseline, and picked when the program loads (the
+ * transcendental gates are most of a small step's time). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+static void gates_range(const rnn_run *u, int phase, int64_t b0, int64_t b1)
+{
+    bd_tensor *y = u->k->n_out > 0 && u->k->node->out[0] >= 0 ? &u->k->out[0] : NULL;
+    int std = std_acts(u);
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t t = bd_rnn_time(u->rev, u->s_at, len_of(u, b));
+        if (t < 0) continue;
+        if (u->real == BRAID_DTYPE_FLOAT) {
+            if (std) entry_f(u, phase, 1, b, t);
+            else entry_f(u, phase, 0, b, t);
+        } else entry_d(u, phase, 0, b, t);
+        if (phase == 2 && y)
+            store(u, y, bd_rnn_yoff(u->p->layout, t, u->o, b, u->seq, u->od, u->batch, u->H), at(u, u->h, b * u->H),
+                  u->H);
+    }
+}
 
 typedef struct gate_job {
     const rnn_run *u;
@@ -233,8 +339,7 @@ typedef struct gate_job {
 static void gate_rows(void *ctx, int64_t b0, int64_t b1)
 {
     const gate_job *j = ctx;
-    if (j->u->real == BRAID_DTYPE_FLOAT) gates_f(j->u, j->phase, b0, b1);
-    else gates_d(j->u, j->phase, b0, b1);
+    gates_range(j->u, j->phase, b0, b1);
 }
 
 static void gates(const rnn_run *u, int phase)
@@ -276,13 +381,13 @@ static void recur(rnn_run *u, int phase)
         qgemm(u, u->batch, u->qh, za, sa, u->rq, H, u->rsc, u->s);
         return;
     }
-    const char *r = u->r;
+    const char *rt = u->rt;
     if (u->p->cell == BD_RNN_GRU && !u->cell.linear_before_reset) {
-        if (phase == 1) gemm_nt(u, u->batch, 2 * H, H, u->h, r, u->s, GH);
-        else gemm_nt(u, u->batch, H, H, u->rh, r + (size_t)(2 * H * H) * u->rs, at(u, u->s, 2 * H), GH);
+        if (phase == 1) gemm_rt(u, u->batch, 2 * H, u->h, rt, u->s, GH);
+        else gemm_rt(u, u->batch, H, u->rh, rt + (size_t)(2 * H) * u->rs, at(u, u->s, 2 * H), GH);
         return;
     }
-    gemm_nt(u, u->batch, GH, H, u->h, r, u->s, GH);
+    gemm_rt(u, u->batch, GH, u->h, rt, u->s, GH);
 }
 
 static braid_status run_dir(rnn_run *u)
@@ -354,10 +459,17 @@ static braid_status run_dir(rnn_run *u)
         int zx = quantize(x, rows * u->isz, lo, hi, u->qx, &sx);
         qgemm(u, rows, u->qx, zx, sx, u->wq, u->isz, u->wsc, u->xp);
     } else {
+        const bd_tensor *r = &k->in[IN_R];
         if (u->wc) load(u, &k->in[IN_W], d * GH * u->isz, GH * u->isz, u->wc);
-        if (u->rc) load(u, &k->in[IN_R], d * GH * H, GH * H, u->rc);
+        if (u->rtc && p->r_transposed) load(u, r, d * H * GH, H * GH, u->rtc);
+        else if (u->rtc)
+            for (int64_t n = 0; n < GH; n++) { /* row n of R[d] is column n of R^T */
+                load(u, r, (d * GH + n) * H, H, u->s);
+                for (int64_t j = 0; j < H; j++)
+                    memcpy(at(u, u->rtc, j * GH + n), at(u, u->s, j), u->rs);
+            }
         u->w = u->wc ? u->wc : at(u, k->in[IN_W].data, d * GH * u->isz);
-        u->r = u->rc ? u->rc : at(u, k->in[IN_R].data, d * GH * H);
+        u->rt = u->rtc ? u->rtc : at(u, r->data, d * H * GH);
         gemm_nt(u, rows, GH, u->isz, u->x, u->w, u->xp, GH);
     }
     /* The recurrence. */
@@ -399,7 +511,7 @@ braid_status bd_cpu_rnn(const bd_kernel *k)
     u.seq = x->dims[p->layout ? 1 : 0];
     u.batch = x->dims[p->layout ? 0 : 1];
     u.isz = x->dims[2];
-    u.H = p->hidden ? p->hidden : k->in[IN_R].dims[p->quantized ? 1 : 2];
+    u.H = bd_rnn_hidden(p, &k->in[IN_R]);
     u.G = p->gates;
     u.GH = u.G * u.H;
     int first, count;
@@ -427,7 +539,7 @@ braid_status bd_cpu_rnn(const bd_kernel *k)
     size_t sizes[14] = {(size_t)(rows * GH), (size_t)(u.batch * GH), (size_t)(u.batch * H), (size_t)(u.batch * H),
                         (size_t)(u.batch * H), (size_t)GH, (size_t)H, (size_t)(3 * H),
                         conv ? (size_t)(rows * u.isz) : 0, conv ? (size_t)(GH * u.isz) : 0,
-                        conv ? (size_t)(GH * H) : 0, 0, 0, 0};
+                        (conv || !p->r_transposed) && !p->quantized ? (size_t)(GH * H) : 0, 0, 0, 0};
     size_t bytes[14], total = 0;
     for (int i = 0; i < 11; i++) bytes[i] = sizes[i] * u.rs;
     if (p->quantized) {
@@ -444,7 +556,7 @@ braid_status bd_cpu_rnn(const bd_kernel *k)
         off += (bytes[i] + 63) & ~(size_t)63;
     }
     u.xp = ptr[0], u.s = ptr[1], u.h = ptr[2], u.c = ptr[3], u.rh = ptr[4];
-    u.bias = ptr[5], u.rbh = ptr[6], u.peep = ptr[7], u.xc = ptr[8], u.wc = ptr[9], u.rc = ptr[10];
+    u.bias = ptr[5], u.rbh = ptr[6], u.peep = ptr[7], u.xc = ptr[8], u.wc = ptr[9], u.rtc = ptr[10];
     if (p->quantized) {
         u.qx = ptr[11];
         u.qh = u.qx + rows * u.isz;
