@@ -219,7 +219,9 @@ def save(m, name):
 
 
 def run_braid(path, feeds, graph_inputs):
-    """Outputs at --streams 1, 2, 0; asserts the three are bitwise equal."""
+    """Outputs at --streams 1, 2, 0 (two intra-op threads in all); asserts the
+    three are bitwise equal. With BRAID_TEST_CUDA=1, the CUDA backend too, within
+    1e-4 of the CPU (float32 and float64) or 2e-3 (float16)."""
     b = Runner.get()
     f = {k: feeds[k] for k in graph_inputs}
     res = [b.run(path, f, "cpu", streams, 2) for streams in (1, 2, 0)]
@@ -227,6 +229,13 @@ def run_braid(path, feeds, graph_inputs):
         for k in res[0]:
             np.testing.assert_array_equal(res[0][k].view(np.uint8), other[k].view(np.uint8),
                                           err_msg=f"{k}: streams differ")
+    if os.environ.get("BRAID_TEST_CUDA") == "1":
+        for streams in (1, 0):
+            cu = b.run(path, f, "cuda", streams, 2)
+            for k in res[0]:
+                tol = 2e-3 if res[0][k].dtype == np.float16 else 1e-4
+                np.testing.assert_allclose(cu[k].astype(np.float64), res[0][k].astype(np.float64), atol=tol,
+                                           rtol=tol, err_msg=f"{k}: CUDA (streams {streams}) against the CPU")
     return res[0]
 
 
@@ -347,6 +356,9 @@ class RnnTest(unittest.TestCase):
         for op in GATES:
             self.check(op, f"{op}_large", seq=9, batch=17, isz=40, H=72, direction="bidirectional",
                        lens=list(range(1, 10)) + list(range(9, 1, -1)), init_h=True, init_c=op == "LSTM")
+            # batch 1 with a state product big enough to be split over threads (the bits must not change)
+            self.check(op, f"{op}_wide", seq=3, batch=1, isz=16, H=300 if op == "RNN" else 260,
+                       direction="bidirectional", init_h=True)
 
 
 # ---- DynamicQuantizeLSTM ---------------------------------------------------------------

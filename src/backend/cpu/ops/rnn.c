@@ -100,18 +100,22 @@ static void *at(const rnn_run *u, const void *base, int64_t i) { return (char *)
  * of a few rows (measured: sgemm of M = 1 to 4 rows by a 512 x 128 R costs
  * what 4 GEMVs do). */
 #define GEMV_ROWS 3
+/* GEMV columns per call: a fixed split, so that each output comes from the
+ * same OpenBLAS call whatever the thread count. */
+#define GEMV_BLOCK 256
 
 typedef struct gemv_job {
     const rnn_run *u;
-    int64_t M, K, ldc;
+    int64_t M, N, K, ldc;
     const void *a, *b;
     void *c;
 } gemv_job;
 
-/* Columns [n0, n1) of every row of C = A B^T, one GEMV per row of A. */
-static void gemv_cols(void *ctx, int64_t n0, int64_t n1)
+/* Column blocks [b0, b1) of every row of C = A B^T, one GEMV per row of A. */
+static void gemv_cols(void *ctx, int64_t b0, int64_t b1)
 {
     const gemv_job *j = ctx;
+    int64_t n0 = b0 * GEMV_BLOCK, n1 = BD_MIN(b1 * GEMV_BLOCK, j->N);
     for (int64_t m = 0; m < j->M; m++) {
         if (j->u->real == BRAID_DTYPE_FLOAT)
             cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)(n1 - n0), (int)j->K, 1.0f,
@@ -137,8 +141,8 @@ static void gemm_nt(const rnn_run *u, int64_t M, int64_t N, int64_t K, const voi
     }
     int threads = M * N * K >= PAR_MACS ? u->k->threads : 1;
     if (M <= GEMV_ROWS) {
-        gemv_job j = {u, M, K, ldc, a, b, c};
-        bd_parallel_for(threads, N, 256, gemv_cols, &j);
+        gemv_job j = {u, M, N, K, ldc, a, b, c};
+        bd_parallel_for(threads, BD_CEIL_DIV(N, GEMV_BLOCK), 1, gemv_cols, &j);
     } else if (u->real == BRAID_DTYPE_FLOAT) {
         bd_sgemm(threads, 0, 1, M, N, K, 1.0f, a, K, b, K, 0.0f, c, ldc);
     } else {
@@ -147,10 +151,11 @@ static void gemm_nt(const rnn_run *u, int64_t M, int64_t N, int64_t K, const voi
     }
 }
 
-/* Columns [n0, n1) of every row of C = A RT, one GEMV per row of A. */
-static void gemv_t_cols(void *ctx, int64_t n0, int64_t n1)
+/* Column blocks [b0, b1) of every row of C = A RT, one GEMV per row of A. */
+static void gemv_t_cols(void *ctx, int64_t b0, int64_t b1)
 {
     const gemv_job *j = ctx;
+    int64_t n0 = b0 * GEMV_BLOCK, n1 = BD_MIN(b1 * GEMV_BLOCK, j->N);
     for (int64_t m = 0; m < j->M; m++) {
         if (j->u->real == BRAID_DTYPE_FLOAT)
             cblas_sgemv(CblasRowMajor, CblasTrans, (int)j->K, (int)(n1 - n0), 1.0f, (const float *)j->b + n0,
@@ -169,8 +174,8 @@ static void gemm_rt(const rnn_run *u, int64_t M, int64_t N, const void *a, const
     if (M == 0 || N == 0) return;
     int threads = M * N * K >= PAR_MACS ? u->k->threads : 1;
     if (M <= GEMV_ROWS) {
-        gemv_job j = {u, M, K, ldc, a, rt, c};
-        bd_parallel_for(threads, N, 256, gemv_t_cols, &j);
+        gemv_job j = {u, M, N, K, ldc, a, rt, c};
+        bd_parallel_for(threads, BD_CEIL_DIV(N, GEMV_BLOCK), 1, gemv_t_cols, &j);
     } else if (u->real == BRAID_DTYPE_FLOAT) {
         bd_sgemm(threads, 0, 0, M, N, K, 1.0f, a, K, rt, u->GH, 0.0f, c, ldc);
     } else {
@@ -401,7 +406,7 @@ static braid_status run_dir(rnn_run *u)
     memset(u->bias, 0, (size_t)GH * u->rs);
     memset(u->rbh, 0, (size_t)H * u->rs);
     memset(u->peep, 0, (size_t)3 * H * u->rs);
-    if (k->in[IN_B].data) {
+    if (k->n_in > IN_B && k->in[IN_B].data) {
         load(u, &k->in[IN_B], d * 2 * GH, GH, u->bias);
         load(u, &k->in[IN_B], d * 2 * GH + GH, GH, u->s); /* Rb, through the step buffer */
         int lbr = p->cell == BD_RNN_GRU && u->cell.linear_before_reset;
