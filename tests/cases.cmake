@@ -68,5 +68,5 @@ set_tests_properties(unit/dtype PROPERTIES LABELS unit TIMEOUT 300)
 if(NOT BRAID_SANITIZE)
   add_test(NAME python/rnn COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_rnn.py)
   set_tests_properties(python/rnn PROPERTIES LABELS "python" TIMEOUT 600
-    ENVIRONMENT "BRAID_LIB=$<TARGET_FILE:braid>;BRAID_TEST_TMP=${CMAKE_BINARY_DIR}/tmp")
+    ENVIRONMENT "BRAID_LIB=$<TARGET_FILE:braid>;BRAID_BIN=${BRAID_BIN};BRAID_TEST_TMP=${CMAKE_BINARY_DIR}/tmp")
 endif()

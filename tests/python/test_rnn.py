@@ -19,6 +19,8 @@ Run: BRAID_LIB=build/libbraid.so .venv/bin/python tests/python/test_rnn.py
 """
 import itertools
 import os
+import re
+import subprocess
 import sys
 import unittest
 
@@ -347,10 +349,11 @@ class RnnTest(unittest.TestCase):
                                init_c=op == "LSTM", peep=op == "LSTM", lens=[4, 3, 1], ort_ok=False)
 
     def test_opsets(self):
-        for op, opset in itertools.product(GATES, [7, 14, 22]):
-            if op == "GRU" and opset < 3: continue
-            with self.subTest(op=op, opset=opset):
-                self.check(op, f"{op}_opset{opset}", opset=opset, direction="bidirectional", onnx_ref_ok=True)
+        for op, opset in itertools.product(GATES, [1, 3, 7, 14, 22, 28]):
+            with self.subTest(op=op, opset=opset):  # (onnxruntime runs these ops from opset 7, to 26)
+                self.check(op, f"{op}_opset{opset}", opset=opset, direction="bidirectional",
+                           onnx_ref_ok=op != "RNN" or opset >= 7,  # (its RNN starts at 7)
+                           ort_ok=7 <= opset <= 26)
 
     def test_larger(self):
         for op in GATES:
@@ -435,6 +438,28 @@ class QuantTest(unittest.TestCase):
                     ref = reference("LSTM", {"direction": direction}, feeds, quant=True)
                     for i, o in enumerate(["Y", "Y_h", "Y_c"]):
                         if o in got: close(self, got[o], ref[i], 0.05, 0.05, f"{o} vs dequantized float LSTM")
+
+
+# ---- the plan -------------------------------------------------------------------------------
+
+class PlanTest(unittest.TestCase):
+    def test_bidirectional_directions_on_two_streams(self):
+        """`braid plan` puts the forward and reverse halves of a bidirectional node on
+        two streams (two streams allowed, or automatic with two threads)."""
+        braid = os.environ.get("BRAID_BIN") or os.path.join(REPO, "build", "braid")
+        if not os.path.exists(braid):
+            self.skipTest(f"no braid program at {braid}")
+        for op in GATES:
+            m, _, _ = make_case(op, seq=64, batch=1, isz=64, H=128, direction="bidirectional")
+            path = save(m, f"plan_{op}")
+            for streams in ("2", "0"):
+                with self.subTest(op=op, streams=streams):
+                    out = subprocess.run([braid, "plan", path, "--backend", "cpu", "--streams", streams, "--threads",
+                                          "2"], capture_output=True, text=True, check=True).stdout
+                    on = {name: int(st) for st, name in re.findall(r"stream (\d+): launch (\S+)", out)}
+                    self.assertIn("rnn/forward", on, out)
+                    self.assertIn("rnn/reverse", on, out)
+                    self.assertNotEqual(on["rnn/forward"], on["rnn/reverse"], out)
 
 
 # ---- errors ------------------------------------------------------------------------------

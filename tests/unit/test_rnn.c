@@ -14,7 +14,8 @@
  *   - DynamicQuantizeLSTM where quantization is exact, and the quantization rules;
  *   - errors: status codes and messages.
  * Tolerances: float32 2e-5 abs + 2e-5 rel (the kernels use 4-ulp exp/tanh);
- * float64 1e-12; float16 the reference rounded to float16, 1e-3 abs + 2e-3 rel. */
+ * float64 1e-12; float16 and bfloat16 the reference rounded the same way, 1e-3 abs
+ * + one unit in the last place (2e-3, 1.6e-2) rel. */
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
 #include "graph/ir.h"
@@ -282,24 +283,33 @@ static void make_inputs(const rcase *c, int dt, bd_tensor *in, void **owned)
         for (int64_t e = 0; e < n; e++) {
             if (dt == BRAID_DTYPE_FLOAT) ((float *)p)[e] = src[i][e];
             else if (dt == BRAID_DTYPE_DOUBLE) ((double *)p)[e] = src[i][e];
-            else ((uint16_t *)p)[e] = bd_float_to_half(src[i][e]);
+            else if (dt == BRAID_DTYPE_FLOAT16) ((uint16_t *)p)[e] = bd_float_to_half(src[i][e]);
+            else ((uint16_t *)p)[e] = bd_float_to_bf16(src[i][e]);
         }
         owned[i] = p;
         in[i] = (bd_tensor){dt, rank[i], {dims[i][0], dims[i][1], dims[i][2]}, p};
     }
 }
 
+/* x rounded to dtype dt (float16 or bfloat16) and back. */
+static double narrow(int dt, double x)
+{
+    return dt == BRAID_DTYPE_FLOAT16 ? bd_half_to_float(bd_float_to_half((float)x))
+                                     : bd_bf16_to_float(bd_float_to_bf16((float)x));
+}
+
 /* Runs case c in dtype dt and checks every output against the reference. */
 static void check_case(rcase *c, int dt, const char *what)
 {
     int64_t H = c->H, D = c->dirs;
-    /* float16: the inputs the kernel sees, rounded, are what the reference computes on */
-    if (dt == BRAID_DTYPE_FLOAT16) {
+    int half = dt == BRAID_DTYPE_FLOAT16 || dt == BRAID_DTYPE_BFLOAT16;
+    /* float16, bfloat16: the inputs the kernel sees, rounded, are what the reference computes on */
+    if (half) {
         float *arr[7] = {c->x, c->w, c->r, c->b, c->h0, c->c0, c->p};
         int64_t G = gates_of(c->cell), n[7] = {c->seq * c->batch * c->isz, D * G * H * c->isz, D * G * H * H,
                                                D * 2 * G * H, D * c->batch * H, D * c->batch * H, D * 3 * H};
         for (int i = 0; i < 7; i++)
-            for (int64_t e = 0; arr[i] && e < n[i]; e++) arr[i][e] = bd_half_to_float(bd_float_to_half(arr[i][e]));
+            for (int64_t e = 0; arr[i] && e < n[i]; e++) arr[i][e] = (float)narrow(dt, arr[i][e]);
     }
     int64_t ny = c->seq * D * c->batch * H, nh = D * c->batch * H;
     double *y = calloc((size_t)ny + 1, sizeof *y), *yh = calloc((size_t)nh + 1, sizeof *yh),
@@ -316,14 +326,17 @@ static void check_case(rcase *c, int dt, const char *what)
     if (st) fprintf(stderr, "  %s: %s\n", what, e.msg);
     double *want[3] = {y, yh, yc};
     int64_t count[3] = {ny, nh, nh};
+    /* float16 and bfloat16: computed in float, each output rounded once, so one
+     * unit in the last place of the output (2^-10, 2^-7) over the rounded reference */
     double atol = dt == BRAID_DTYPE_DOUBLE ? 1e-12 : dt == BRAID_DTYPE_FLOAT ? 2e-5 : 1e-3;
-    double rtol = dt == BRAID_DTYPE_DOUBLE ? 1e-12 : dt == BRAID_DTYPE_FLOAT ? 2e-5 : 2e-3;
+    double rtol = dt == BRAID_DTYPE_DOUBLE ? 1e-12 : dt == BRAID_DTYPE_FLOAT ? 2e-5
+                  : dt == BRAID_DTYPE_FLOAT16 ? 2e-3 : 1.6e-2;
     for (int k = 0; !st && k < t.n.n_out; k++) {
         if (t.out[k] < 0) continue;
         int bad = 0;
         for (int64_t i = 0; i < count[k]; i++) {
             double got = bd_get_f64(&out[k], i), w = want[k][i];
-            if (dt == BRAID_DTYPE_FLOAT16) w = bd_half_to_float(bd_float_to_half((float)w));
+            if (half) w = narrow(dt, w);
             if (!(fabs(got - w) <= atol + rtol * fabs(w))) {
                 if (!bad) fprintf(stderr, "  %s: output %d [%lld] = %.9g, want %.9g\n", what, k, (long long)i, got, w);
                 bad++;
@@ -439,6 +452,7 @@ static void test_cells(void)
                     check_case(&c, BRAID_DTYPE_FLOAT, what);
                     check_case(&c, BRAID_DTYPE_DOUBLE, what);
                     check_case(&c, BRAID_DTYPE_FLOAT16, what); /* (rounds c's data to float16) */
+                    if (variant == 3) check_case(&c, BRAID_DTYPE_BFLOAT16, what); /* (and to bfloat16) */
                     unfill(&c);
                 }
 }
