@@ -15,12 +15,16 @@
  * the node is marked (BD_RNN_RT_ATTR): every step multiplies the state by
  * R, and in this layout that product reads R's rows contiguously (OpenBLAS's
  * GEMV is 20 to 45% faster on it for the sizes of speech models). The
- * original goes when nothing else reads it. */
+ * original goes when nothing else reads it. On x86-64, a float, float16 or
+ * bfloat16 R is also packed (as float) into the panels the CPU kernel's
+ * step product streams (ops/rnn.h), held by an inert value of the graph
+ * and pointed to by the node's parameters: ONNX Runtime's prepacking. */
 #include <stdio.h>
 #include <string.h>
 
 #include "graph/ir.h"
 #include "util/common.h"
+#include "util/dtype.h"
 #include "ops/ops.h"
 #include "ops/rnn.h"
 
@@ -178,15 +182,47 @@ static braid_status add_int_attr(bd_node *n, const char *name, int64_t v, bd_err
     return BRAID_OK;
 }
 
+/* A value holding R^T (dims D, H, GH of dtype dt at rt) packed into float
+ * panels; -1 when out of memory. Not a constant: nothing reads it but the
+ * CPU kernel, through the node's parameters. */
+static int pack_value(bd_graph *g, const char *base, int dt, const char *rt, int64_t D, int64_t H, int64_t GH)
+{
+    int64_t np = bd_rnn_panels(GH);
+    size_t es = bd_dtype_size(dt);
+    float *pack = bd_malloc((size_t)(D * np * H * BD_RNN_PANEL) * sizeof *pack + 1);
+    float *tmp = bd_malloc((size_t)(H * GH) * sizeof *tmp + 1);
+    int v = pack && tmp ? new_value(g, base, "^P") : -1;
+    if (v < 0) {
+        bd_free(pack), bd_free(tmp);
+        return -1;
+    }
+    for (int64_t d = 0; d < D; d++) {
+        const char *src = rt + (size_t)(d * H * GH) * es;
+        for (int64_t i = 0; i < H * GH; i++)
+            tmp[i] = dt == BRAID_DTYPE_FLOAT ? ((const float *)src)[i]
+                     : dt == BRAID_DTYPE_FLOAT16 ? bd_half_to_float(((const uint16_t *)src)[i])
+                                                 : bd_bf16_to_float(((const uint16_t *)src)[i]);
+        bd_rnn_pack(tmp, GH, 1, H, GH, pack + d * np * H * BD_RNN_PANEL);
+    }
+    bd_free(tmp);
+    bd_value *val = &g->values[v];
+    val->dtype = BRAID_DTYPE_FLOAT;
+    val->rank = 4;
+    val->dims[0] = D, val->dims[1] = np, val->dims[2] = H, val->dims[3] = BD_RNN_PANEL;
+    val->data = pack;
+    return v;
+}
+
 /* Replaces the constant R of every LSTM, GRU and RNN by its transpose. */
 static braid_status transpose_r(bd_graph *g, bd_err *e)
 {
     braid_status st = BRAID_OK;
     int nv = g->n_values;
     int *done = bd_malloc(((size_t)nv + 1) * sizeof *done); /* per value: its transpose, or -1 */
+    int *packed = bd_malloc(((size_t)nv + 1) * sizeof *packed); /* per value: its panels, or -1 */
     int *readers = bd_calloc((size_t)nv + 1, sizeof *readers);
-    BD_CHECK_ALLOC(e, done && readers);
-    for (int v = 0; v < nv; v++) done[v] = -1;
+    BD_CHECK_ALLOC(e, done && packed && readers);
+    for (int v = 0; v < nv; v++) done[v] = packed[v] = -1;
     for (int i = 0; i < g->n_nodes; i++)
         for (int k = 0; k < g->nodes[i].n_in; k++)
             if (g->nodes[i].in[k] >= 0) readers[g->nodes[i].in[k]]++;
@@ -220,12 +256,24 @@ static braid_status transpose_r(bd_graph *g, bd_err *e)
             val->data = t;
             val->flags = BD_VAL_CONST;
             done[rv] = tv;
+#if defined(__x86_64__)
+            int dt = val->dtype;
+            if (dt == BRAID_DTYPE_FLOAT || dt == BRAID_DTYPE_FLOAT16 || dt == BRAID_DTYPE_BFLOAT16) {
+                packed[rv] = pack_value(g, g->values[rv].name, dt, t, D, H, GH);
+                if (packed[rv] < 0) { st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory"); goto fail; }
+            }
+#endif
         }
         BD_TRY(add_int_attr(n, BD_RNN_RT_ATTR, 1, e));
         n->in[2] = done[rv];
         readers[rv]--;
         st = bd_op_parse(n, e);
         if (st) { bd_err_prefix(e, "node '%s' (%s): ", n->name, n->op_type); goto fail; }
+        if (packed[rv] >= 0) {
+            bd_rnn_params *np = n->params;
+            np->pack = g->values[packed[rv]].data;
+            np->pack_of = g->values[done[rv]].data;
+        }
     }
     for (int v = 0; v < nv; v++) { /* drop what no node reads now */
         bd_value *val = &g->values[v];
@@ -236,6 +284,7 @@ static braid_status transpose_r(bd_graph *g, bd_err *e)
     }
 fail:
     bd_free(done);
+    bd_free(packed);
     bd_free(readers);
     return st;
 }

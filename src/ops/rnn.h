@@ -69,6 +69,11 @@ typedef struct bd_rnn_params {
     int dirs;        /* directions in the weights: 2 for bidirectional */
     int part;        /* -1: every direction; 0 or 1: only that one (BD_RNN_PART_ATTR) */
     int r_transposed;/* R is (dirs, H, G*H) (BD_RNN_RT_ATTR; DynamicQuantizeLSTM's always is) */
+    /* Set by the load-time rewrite for a constant float-type R: R^T packed
+     * as below, (dirs, panels, H, BD_RNN_PANEL) floats, owned by the graph;
+     * valid only while the node's R input is pack_of's data. Else NULL. */
+    const float *pack;
+    const void *pack_of;
     int layout;      /* 0: X (seq, batch, input); 1: (batch, seq, input) */
     bd_rnn_cell dir[2];
 } bd_rnn_params;
@@ -120,6 +125,25 @@ static inline BD_HOST_DEVICE int64_t bd_rnn_hoff(int layout, int64_t d, int64_t 
 static inline BD_HOST_DEVICE int64_t bd_rnn_time(int reverse, int64_t s, int64_t len)
 {
     return s >= len ? -1 : reverse ? len - 1 - s : s;
+}
+
+/* ---- R packed for the CPU's step product ------------------------------------- */
+
+/* R^T of one direction (H rows, G*H columns) as panels of BD_RNN_PANEL
+ * columns, each H x BD_RNN_PANEL contiguous, the last padded with zeros: a
+ * step's product then reads R once and in order (cpu/ops/panel.h). */
+#define BD_RNN_PANEL 16
+static inline int64_t bd_rnn_panels(int64_t GH) { return (GH + BD_RNN_PANEL - 1) / BD_RNN_PANEL; }
+
+/* Packs one direction, R^T(k, n) = src[k * sk + n * sn]. */
+static inline void bd_rnn_pack(const float *src, int64_t sk, int64_t sn, int64_t H, int64_t GH, float *out)
+{
+    for (int64_t p = 0; p < bd_rnn_panels(GH); p++)
+        for (int64_t k = 0; k < H; k++)
+            for (int64_t j = 0; j < BD_RNN_PANEL; j++) {
+                int64_t n = p * BD_RNN_PANEL + j;
+                out[(p * H + k) * BD_RNN_PANEL + j] = n < GH ? src[k * sk + n * sn] : 0.0f;
+            }
 }
 
 /* ---- activations and gates, in float and in double --------------------------- */

@@ -359,6 +359,9 @@ class RnnTest(unittest.TestCase):
         for op in GATES:
             self.check(op, f"{op}_large", seq=9, batch=17, isz=40, H=72, direction="bidirectional",
                        lens=list(range(1, 10)) + list(range(9, 1, -1)), init_h=True, init_c=op == "LSTM")
+            # a batch over 64: the step product by OpenBLAS's SGEMM rather than R's panels
+            self.check(op, f"{op}_batch70", seq=3, batch=70, isz=8, H=16, direction="bidirectional",
+                       lens=[i % 4 for i in range(70)], init_h=True)
             # batch 1 with a state product big enough to be split over threads (the bits must not change)
             self.check(op, f"{op}_wide", seq=3, batch=1, isz=16, H=300 if op == "RNN" else 260,
                        direction="bidirectional", init_h=True)

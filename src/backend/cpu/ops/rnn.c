@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "backend/cpu/parallel.h"
+#include "panel.h"
 #include "util/dtype.h"
 #include "vmath.h"
 /* The float gate formulas with vmath's exp and tanh, which vectorize. */
@@ -27,6 +28,11 @@
 #include "ops/rnn.h"
 
 enum { IN_X, IN_W, IN_R, IN_B, IN_LENS, IN_H0, IN_C0, IN_P, IN_WS, IN_WZ, IN_RS, IN_RZ };
+
+_Static_assert(BD_RNN_PANEL == BD_PANEL_W, "ops/rnn.h packs R for panel.h");
+/* Batches up to this size multiply the state by R packed in panels (where the
+ * CPU has AVX2 and FMA); bigger ones amortize OpenBLAS's packing. */
+#define PANEL_ROWS 64
 
 /* Steps whose GEMM is smaller than this (multiply-adds) run on one thread:
  * handing work to helper threads costs more than it saves. */
@@ -50,6 +56,9 @@ typedef struct rnn_run {
     void *xc, *wc;          /* X, W[d] converted (float16, bfloat16), else NULL */
     void *rtc;              /* R[d]^T (H, GH) made here (R not transposed at load, or converted), else NULL */
     const void *x, *w, *rt; /* what the GEMMs read: X, W[d] (GH, isz), R[d]^T (H, GH) */
+    const float *pk;        /* R[d]^T in panels (ops/rnn.h), when the step product uses them */
+    float *pks;             /* scratch for them when R was not packed at load */
+    int panels;             /* the step product uses panels */
     /* DynamicQuantizeLSTM */
     uint8_t *qx, *qh;       /* quantized X and state */
     int16_t *wq, *rq;       /* W[d] - zero point (isz, 4H), R[d] - zero point (H, 4H) */
@@ -99,7 +108,7 @@ static void *at(const rnn_run *u, const void *base, int64_t i) { return (char *)
  * OpenBLAS's GEMM packs R on every call, which costs more than the product
  * of a few rows (measured: sgemm of M = 1 to 4 rows by a 512 x 128 R costs
  * what 4 GEMVs do). */
-#define GEMV_ROWS 3
+#define GEMV_ROWS 8
 /* GEMV columns per call: a fixed split, so that each output comes from the
  * same OpenBLAS call whatever the thread count. */
 #define GEMV_BLOCK 256
@@ -364,6 +373,30 @@ static void minmax(const float *v, int64_t n, float *lo, float *hi)
     }
 }
 
+typedef struct panel_job {
+    const rnn_run *u;
+    const float *a;
+    int64_t c0, c1;
+} panel_job;
+
+/* Panel blocks [b0, b1) (BD_PANEL_W * 16 columns each: a fixed split). */
+static void panel_cols(void *ctx, int64_t b0, int64_t b1)
+{
+    const panel_job *j = ctx;
+    float tmp[PANEL_ROWS * BD_PANEL_W];
+    bd_panel_gemm(j->a, j->u->H, j->u->batch, j->u->H, j->u->pk, b0 * 16, BD_MIN(b1 * 16, bd_rnn_panels(j->u->GH)),
+                  j->c0, j->c1, j->u->s, j->u->GH, tmp);
+}
+
+/* Columns [c0, c1) of S = a (batch, H) R^T from R's panels. */
+static void panel_product(const rnn_run *u, const void *a, int64_t c0, int64_t c1)
+{
+    panel_job j = {u, a, c0, c1};
+    int64_t blocks = BD_CEIL_DIV(bd_rnn_panels(u->GH), 16);
+    int threads = u->batch * u->GH * u->H >= PAR_MACS ? u->k->threads : 1;
+    bd_parallel_for(threads, blocks, 1, panel_cols, &j);
+}
+
 /* The recurrent product S = h R^T of step u->s_at (phase 1: GRU's z and r
  * columns; phase 2: its h columns from r * h). */
 static void recur(rnn_run *u, int phase)
@@ -384,6 +417,13 @@ static void recur(rnn_run *u, int phase)
         float sa;
         int za = quantize(h, u->batch * H, lo, hi, u->qh, &sa);
         qgemm(u, u->batch, u->qh, za, sa, u->rq, H, u->rsc, u->s);
+        return;
+    }
+    if (u->pk) {
+        if (u->p->cell == BD_RNN_GRU && !u->cell.linear_before_reset) {
+            if (phase == 1) panel_product(u, u->h, 0, 2 * H);
+            else panel_product(u, u->rh, 2 * H, GH);
+        } else panel_product(u, u->h, 0, GH);
         return;
     }
     const char *rt = u->rt;
@@ -466,8 +506,9 @@ static braid_status run_dir(rnn_run *u)
     } else {
         const bd_tensor *r = &k->in[IN_R];
         if (u->wc) load(u, &k->in[IN_W], d * GH * u->isz, GH * u->isz, u->wc);
-        if (u->rtc && p->r_transposed) load(u, r, d * H * GH, H * GH, u->rtc);
-        else if (u->rtc)
+        int packed = u->panels && p->pack && r->data == p->pack_of; /* at load */
+        if (!packed && u->rtc && p->r_transposed) load(u, r, d * H * GH, H * GH, u->rtc);
+        else if (!packed && u->rtc)
             for (int64_t n = 0; n < GH; n++) { /* row n of R[d] is column n of R^T */
                 load(u, r, (d * GH + n) * H, H, u->s);
                 for (int64_t j = 0; j < H; j++)
@@ -475,6 +516,16 @@ static braid_status run_dir(rnn_run *u)
             }
         u->w = u->wc ? u->wc : at(u, k->in[IN_W].data, d * GH * u->isz);
         u->rt = u->rtc ? u->rtc : at(u, r->data, d * H * GH);
+        u->pk = NULL;
+        if (u->panels) { /* the step product from panels: packed at load, else here */
+            int64_t per = bd_rnn_panels(GH) * H * BD_RNN_PANEL;
+            if (packed) u->pk = p->pack + d * per;
+            else {
+                if (u->rtc || p->r_transposed) bd_rnn_pack(u->rt, GH, 1, H, GH, u->pks);
+                else bd_rnn_pack(u->rt, 1, H, H, GH, u->pks); /* R[d] (GH, H): R^T(k, n) = R[n][k] */
+                u->pk = u->pks;
+            }
+        }
         gemm_nt(u, rows, GH, u->isz, u->x, u->w, u->xp, GH);
     }
     /* The recurrence. */
@@ -541,27 +592,34 @@ braid_status bd_cpu_rnn(const bd_kernel *k)
     int64_t rows = u.seq * u.batch, H = u.H, GH = u.GH;
     /* One block: xp, s, h, c, rh, bias, rbh, peep (computed type); X, W, R
      * converted; the quantized buffers. */
-    size_t sizes[14] = {(size_t)(rows * GH), (size_t)(u.batch * GH), (size_t)(u.batch * H), (size_t)(u.batch * H),
+    int panels = u.real == BRAID_DTYPE_FLOAT && !p->quantized && u.batch <= PANEL_ROWS && bd_panel_ok();
+    int at_load = panels && p->pack && k->in[IN_R].data == p->pack_of;
+    u.panels = panels;
+    size_t sizes[15] = {(size_t)(rows * GH), (size_t)(u.batch * GH), (size_t)(u.batch * H), (size_t)(u.batch * H),
                         (size_t)(u.batch * H), (size_t)GH, (size_t)H, (size_t)(3 * H),
                         conv ? (size_t)(rows * u.isz) : 0, conv ? (size_t)(GH * u.isz) : 0,
-                        (conv || !p->r_transposed) && !p->quantized ? (size_t)(GH * H) : 0, 0, 0, 0};
-    size_t bytes[14], total = 0;
+                        (conv || !p->r_transposed) && !p->quantized && !panels ? (size_t)(GH * H) : 0, 0, 0, 0,
+                        panels && !at_load ? (size_t)(bd_rnn_panels(GH) * H * BD_RNN_PANEL) : 0};
+    if (panels && !at_load && conv) sizes[10] = (size_t)(GH * H); /* float16/bfloat16: R^T converted, then packed */
+    size_t bytes[15], total = 0;
     for (int i = 0; i < 11; i++) bytes[i] = sizes[i] * u.rs;
+    bytes[14] = sizes[14] * sizeof(float);
     if (p->quantized) {
         bytes[11] = (size_t)(rows * u.isz + u.batch * H);     /* qx, qh */
         bytes[12] = (size_t)(u.isz * GH + H * GH) * 2;        /* wq, rq */
         bytes[13] = (size_t)(3 * GH) * sizeof(float);         /* sc */
     } else bytes[11] = bytes[12] = bytes[13] = 0;
-    for (int i = 0; i < 14; i++) total += (bytes[i] + 63) & ~(size_t)63;
+    for (int i = 0; i < 15; i++) total += (bytes[i] + 63) & ~(size_t)63;
     mem = bd_malloc(total ? total : 1);
     BD_CHECK_ALLOC(k->err, mem);
-    void *ptr[14];
-    for (size_t i = 0, off = 0; i < 14; i++) {
+    void *ptr[15];
+    for (size_t i = 0, off = 0; i < 15; i++) {
         ptr[i] = bytes[i] ? mem + off : NULL;
         off += (bytes[i] + 63) & ~(size_t)63;
     }
     u.xp = ptr[0], u.s = ptr[1], u.h = ptr[2], u.c = ptr[3], u.rh = ptr[4];
     u.bias = ptr[5], u.rbh = ptr[6], u.peep = ptr[7], u.xc = ptr[8], u.wc = ptr[9], u.rtc = ptr[10];
+    u.pks = ptr[14];
     if (p->quantized) {
         u.qx = ptr[11];
         u.qh = u.qx + rows * u.isz;
