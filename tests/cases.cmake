@@ -73,3 +73,12 @@ add_executable(dtype_dump ${CMAKE_SOURCE_DIR}/tests/dtype/dtype_dump.c)
 target_link_libraries(dtype_dump PRIVATE braid_static)
 add_test(NAME unit/dtype COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/dtype/test_dtype.py $<TARGET_FILE:dtype_dump>)
 set_tests_properties(unit/dtype PROPERTIES LABELS unit TIMEOUT 300)
+
+# The recurrent ops (LSTM, GRU, RNN, com.microsoft DynamicQuantizeLSTM) through the
+# shared library against a double reference, onnxruntime and onnx's reference, at
+# streams 1, 2 and automatic (ctypes: not under sanitizers).
+if(NOT BRAID_SANITIZE)
+  add_test(NAME python/rnn COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_rnn.py)
+  set_tests_properties(python/rnn PROPERTIES LABELS "python" TIMEOUT 600
+    ENVIRONMENT "BRAID_LIB=$<TARGET_FILE:braid>;BRAID_BIN=${BRAID_BIN};BRAID_TEST_TMP=${CMAKE_BINARY_DIR}/tmp")
+endif()

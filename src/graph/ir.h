@@ -112,6 +112,11 @@ void bd_attr_free(bd_attr *a);
 void bd_node_free(bd_node *n);
 /* Load-time fusions (src/graph/fuse.c): Conv + Relu/LeakyRelu/Clip. */
 braid_status bd_graph_fuse(bd_graph *g, bd_err *e);
+/* Load-time rewrites of recurrent nodes (src/graph/rnn_rewrite.c): each
+ * bidirectional LSTM, GRU, RNN or DynamicQuantizeLSTM becomes a forward and
+ * a reverse node and the Concats that join their outputs, so that the
+ * directions can run on two streams; a constant R is stored transposed. */
+braid_status bd_graph_rewrite_rnn(bd_graph *g, bd_err *e);
 
 /* Attribute access for op families. Each returns def when absent; a present
  * attribute of the wrong type fails with INVALID_MODEL naming it. */
