@@ -15,7 +15,7 @@ extern "C" {
 /* Op families, in the order of their files. */
 #define BD_FAMILIES(X)                                                                             \
     X(conv) X(gemm) X(norm) X(binary) X(unary) X(pool) X(softmax) X(reduce) X(shape) X(layout)     \
-    X(generate) X(resize) X(control) X(rnn) X(quant) X(index) X(loss) X(vision) X(signal)         \
+    X(generate) X(resize) X(control) X(rnn) X(quant) X(index) X(loss) X(vision) X(im2col) X(signal) \
     X(attention) X(linalg) X(sequence) X(string)
 
 typedef enum bd_family {

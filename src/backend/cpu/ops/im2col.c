@@ -1,0 +1,227 @@
+/* im2col.c: CPU kernels of the im2col op family. Col2Im gathers, for each
+ * output pixel, the column entries that land on it in kernel-point order (one
+ * thread per pixel range, so sums do not depend on the thread count), on
+ * every numeric dtype and bool (OR). DeformConv samples the deformed columns
+ * (multilinear, zeros outside, times the mask) and multiplies them by each
+ * group's weights with the thread-independent GEMM (float; OpenBLAS's dgemm,
+ * single-threaded, for double; float16/bfloat16 through float32). */
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/parallel.h"
+
+#include <cblas.h>
+#include <string.h>
+
+#include "ops/im2col.h"
+#include "util/dtype.h"
+
+/* ---- Col2Im ------------------------------------------------------------------ */
+
+typedef struct c2i_job {
+    const bd_im2col_geom *g;
+    int64_t C; /* output channels */
+    const void *x;
+    void *y;
+} c2i_job;
+
+/* Output element e = (n, c, p): the sum over kernel points kk of x[n, c K + kk, col]. */
+#define C2I_LOOP(T, ACC, INIT, ADD, OUT)                                                           \
+    {                                                                                              \
+        const T *x = j->x;                                                                         \
+        T *y = j->y;                                                                               \
+        for (int64_t e = begin; e < end; e++) {                                                    \
+            const int64_t p = e % g->P, pl = e / g->P; /* pl = n C + c */                          \
+            const T *xs = x + pl * g->K * g->L;                                                    \
+            ACC acc = INIT;                                                                        \
+            for (int64_t kk = 0; kk < g->K; kk++) {                                                \
+                int64_t col = bd_col2im_col(g, p, kk);                                             \
+                if (col >= 0) ADD(acc, xs[kk * g->L + col]);                                       \
+            }                                                                                      \
+            y[e] = OUT(acc);                                                                       \
+        }                                                                                          \
+    }
+#define ADD_NUM(a, v) (a) += (v)
+#define ADD_WRAP(a, v) (a) += (uint64_t)(v) /* integer sums wrap, as numpy's += does */
+#define ADD_OR(a, v) (a) |= (v) != 0
+#define ADD_HALF(a, v) (a) += bd_half_to_float(v)
+#define ADD_BF16(a, v) (a) += bd_bf16_to_float(v)
+#define OUT_SAME(a) (a)
+#define OUT_HALF(a) bd_float_to_half(a)
+#define OUT_BF16(a) bd_float_to_bf16(a)
+
+#define C2I_CASE(DT, T, ACC, INIT, ADD, OUT)                                                       \
+    case BRAID_DTYPE_##DT: C2I_LOOP(T, ACC, INIT, ADD, OUT) break;
+
+static void c2i_range_dt(const c2i_job *j, int dt, int64_t begin, int64_t end)
+{
+    const bd_im2col_geom *g = j->g;
+    switch (dt) {
+        C2I_CASE(FLOAT, float, float, 0.0f, ADD_NUM, OUT_SAME)
+        C2I_CASE(DOUBLE, double, double, 0.0, ADD_NUM, OUT_SAME)
+        C2I_CASE(FLOAT16, uint16_t, float, 0.0f, ADD_HALF, OUT_HALF)
+        C2I_CASE(BFLOAT16, uint16_t, float, 0.0f, ADD_BF16, OUT_BF16)
+        C2I_CASE(INT8, int8_t, uint64_t, 0, ADD_WRAP, (int8_t))
+        C2I_CASE(INT16, int16_t, uint64_t, 0, ADD_WRAP, (int16_t))
+        C2I_CASE(INT32, int32_t, uint64_t, 0, ADD_WRAP, (int32_t))
+        C2I_CASE(INT64, int64_t, uint64_t, 0, ADD_WRAP, (int64_t))
+        C2I_CASE(UINT8, uint8_t, uint64_t, 0, ADD_WRAP, (uint8_t))
+        C2I_CASE(UINT16, uint16_t, uint64_t, 0, ADD_WRAP, (uint16_t))
+        C2I_CASE(UINT32, uint32_t, uint64_t, 0, ADD_WRAP, (uint32_t))
+        C2I_CASE(UINT64, uint64_t, uint64_t, 0, ADD_WRAP, (uint64_t))
+        C2I_CASE(BOOL, uint8_t, uint8_t, 0, ADD_OR, OUT_SAME)
+    default: break;
+    }
+}
+
+typedef struct c2i_par {
+    const c2i_job *j;
+    int dt;
+} c2i_par;
+
+static void c2i_range(void *vp, int64_t begin, int64_t end)
+{
+    const c2i_par *p = vp;
+    c2i_range_dt(p->j, p->dt, begin, end);
+}
+
+static braid_status run_col2im(const bd_kernel *k)
+{
+    bd_im2col_geom g;
+    braid_status st = bd_col2im_geometry(k->node, k->in, &g, k->err);
+    if (st) return st;
+    c2i_job j = {&g, k->out[0].dims[1], k->in[0].data, k->out[0].data};
+    c2i_par p = {&j, k->in[0].dtype};
+    int64_t total = bd_numel(&k->out[0]);
+    bd_parallel_for(k->threads, total, BD_MAX((int64_t)1, (int64_t)65536 / (g.K * g.nsp + 1)), c2i_range, &p);
+    return BRAID_OK;
+}
+
+/* ---- DeformConv -------------------------------------------------------------- */
+
+#define LOAD_PLAIN(x, i) ((double)(x)[i])
+BD_DEFORM_SAMPLE(sample_f, float, LOAD_PLAIN)
+BD_DEFORM_SAMPLE(sample_d, double, LOAD_PLAIN)
+
+typedef struct dc_job {
+    const bd_im2col_geom *g;
+    int dbl;
+    int64_t n, grp, C, cg, og_ch; /* batch, group, channels, per group, per offset group */
+    const void *x, *off, *mask;
+    void *cols; /* (cg K, L) */
+} dc_job;
+
+/* Rows [begin, end) of the columns: row = ci K + kk. */
+static void dc_rows(void *vj, int64_t begin, int64_t end)
+{
+    const dc_job *j = vj;
+    const bd_im2col_geom *g = j->g;
+    const int nsp = g->nsp;
+    for (int64_t row = begin; row < end; row++) {
+        const int64_t ci = row / g->K, kk = row % g->K, c = j->grp * j->cg + ci, og = c / j->og_ch;
+        int64_t kc[3] = {0, 0, 0}, q = kk;
+        for (int d = nsp - 1; d >= 0; d--) kc[d] = q % g->blk[d], q /= g->blk[d];
+        const int64_t off_base = ((j->n * (g->K * nsp) * (j->C / j->og_ch)) + (og * g->K + kk) * nsp) * g->L;
+        const int64_t mask_base = (j->n * g->K * (j->C / j->og_ch) + og * g->K + kk) * g->L;
+        const int64_t x_base = (j->n * j->C + c) * g->P;
+        for (int64_t p = 0; p < g->L; p++) {
+            double pos[3];
+            int64_t rem = p;
+            for (int d = nsp - 1; d >= 0; d--) {
+                int64_t o = rem % g->nb[d];
+                rem /= g->nb[d];
+                double dv = j->dbl ? ((const double *)j->off)[off_base + d * g->L + p]
+                                   : (double)((const float *)j->off)[off_base + d * g->L + p];
+                pos[d] = bd_deform_pos(g, d, o, kc[d], dv);
+            }
+            double v = j->dbl ? sample_d(g, (const double *)j->x + x_base, pos)
+                              : sample_f(g, (const float *)j->x + x_base, pos);
+            if (j->mask)
+                v *= j->dbl ? ((const double *)j->mask)[mask_base + p] : (double)((const float *)j->mask)[mask_base + p];
+            if (j->dbl) ((double *)j->cols)[row * g->L + p] = v;
+            else ((float *)j->cols)[row * g->L + p] = (float)v;
+        }
+    }
+}
+
+/* A float32 copy of a float16/bfloat16 tensor (NULL input gives NULL). */
+static float *to_float(const bd_tensor *t, braid_status *st, bd_err *e)
+{
+    if (!t || !t->dtype) return NULL;
+    int64_t n = bd_numel(t);
+    float *f = bd_malloc((size_t)(n ? n : 1) * sizeof *f);
+    if (!f) {
+        *st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+        return NULL;
+    }
+    const uint16_t *h = t->data;
+    for (int64_t i = 0; i < n; i++) f[i] = t->dtype == BRAID_DTYPE_FLOAT16 ? bd_half_to_float(h[i]) : bd_bf16_to_float(h[i]);
+    return f;
+}
+
+static braid_status run_deform(const bd_kernel *k)
+{
+    braid_status st = BRAID_OK;
+    bd_err *e = k->err;
+    const bd_im2col_params *prm = k->node->params;
+    bd_im2col_geom g;
+    void *cols = NULL;
+    float *conv[6] = {NULL}; /* float32 copies of X, W, offset, B, mask, and the output */
+    BD_TRY(bd_deform_geometry(k->node, k->in, k->n_in, &g, e));
+    const int dt = k->in[0].dtype, dbl = dt == BRAID_DTYPE_DOUBLE, narrow = !dbl && dt != BRAID_DTYPE_FLOAT;
+    const bd_tensor *bias = k->n_in > 3 && k->in[3].dtype ? &k->in[3] : NULL;
+    const bd_tensor *mask = k->n_in > 4 && k->in[4].dtype ? &k->in[4] : NULL;
+    const void *x = k->in[0].data, *w = k->in[1].data, *off = k->in[2].data;
+    const void *b = bias ? bias->data : NULL, *m = mask ? mask->data : NULL;
+    void *y = k->out[0].data;
+    const int64_t N = k->in[0].dims[0], C = k->in[0].dims[1], OC = k->out[0].dims[1];
+    const int64_t G = prm->group, cg = C / G, ocg = OC / G, rows = cg * g.K;
+    if (bd_numel(&k->out[0]) == 0) goto fail;
+    if (narrow) {
+        const bd_tensor *src[5] = {&k->in[0], &k->in[1], &k->in[2], bias, mask};
+        for (int i = 0; i < 5; i++)
+            if (src[i] && !(conv[i] = to_float(src[i], &st, e))) goto fail;
+        conv[5] = bd_malloc((size_t)bd_numel(&k->out[0]) * sizeof(float));
+        BD_CHECK_ALLOC(e, conv[5]);
+        x = conv[0], w = conv[1], off = conv[2], b = conv[3], m = conv[4], y = conv[5];
+    }
+    const size_t esz = dbl ? sizeof(double) : sizeof(float);
+    cols = bd_malloc((size_t)(rows * g.L) * esz + 1);
+    BD_CHECK_ALLOC(e, cols);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t grp = 0; grp < G; grp++) {
+            dc_job j = {&g, dbl, n, grp, C, cg, C / prm->offset_group, x, off, m, cols};
+            bd_parallel_for(k->threads, rows, BD_MAX((int64_t)1, (int64_t)4096 / (g.L + 1)), dc_rows, &j);
+            const int64_t yo = (n * OC + grp * ocg) * g.L, wo = grp * ocg * rows;
+            if (dbl)
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)ocg, (int)g.L, (int)rows, 1.0,
+                            (const double *)w + wo, (int)rows, cols, (int)g.L, 0.0, (double *)y + yo, (int)g.L);
+            else
+                bd_sgemm(k->threads, 0, 0, ocg, g.L, rows, 1.0f, (const float *)w + wo, rows, cols, g.L, 0.0f,
+                         (float *)y + yo, g.L);
+        }
+    if (b)
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t oc = 0; oc < OC; oc++)
+                for (int64_t p = 0; p < g.L; p++) {
+                    int64_t i = (n * OC + oc) * g.L + p;
+                    if (dbl) ((double *)y)[i] += ((const double *)b)[oc];
+                    else ((float *)y)[i] += ((const float *)b)[oc];
+                }
+    if (narrow) {
+        uint16_t *h = k->out[0].data;
+        for (int64_t i = 0; i < bd_numel(&k->out[0]); i++)
+            h[i] = dt == BRAID_DTYPE_FLOAT16 ? bd_float_to_half(conv[5][i]) : bd_float_to_bf16(conv[5][i]);
+    }
+fail:
+    for (int i = 0; i < 6; i++) bd_free(conv[i]);
+    bd_free(cols);
+    return st;
+}
+
+braid_status bd_cpu_im2col(const bd_kernel *k)
+{
+    switch (k->node->op) {
+    case BD_OP_Col2Im: return run_col2im(k);
+    case BD_OP_DeformConv: return run_deform(k);
+    default: return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the im2col family", k->node->op_type);
+    }
+}
