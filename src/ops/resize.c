@@ -226,12 +226,19 @@ braid_status bd_resize_geometry(const bd_node *n, const bd_tensor *in, int n_in,
 
 braid_status bd_resize_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
 {
-    braid_status st = bd_expect_dtype(&in[0], "input 'X'", e, BRAID_DTYPE_FLOAT, 0);
+    const bd_resize_params *p = n->params;
+    const int dt = in[0].dtype;
+    braid_status st = bd_expect_dtype(&in[0], "input 'X'", e, BRAID_DTYPE_FLOAT, BRAID_DTYPE_DOUBLE,
+                                      BRAID_DTYPE_FLOAT16, BRAID_DTYPE_BFLOAT16, BRAID_DTYPE_INT8, BRAID_DTYPE_INT16,
+                                      BRAID_DTYPE_INT32, BRAID_DTYPE_INT64, BRAID_DTYPE_UINT8, BRAID_DTYPE_UINT16,
+                                      BRAID_DTYPE_UINT32, BRAID_DTYPE_UINT64, BRAID_DTYPE_BOOL, 0);
     if (st != BRAID_OK) return st;
+    if (dt == BRAID_DTYPE_BOOL && p->mode != BD_RESIZE_NEAREST)
+        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "a bool input can only be resized with mode 'nearest'");
     bd_resize_geom g;
     st = bd_resize_geometry(n, in, n->n_in, &g, e);
     if (st != BRAID_OK) return st;
-    out[0].dtype = BRAID_DTYPE_FLOAT;
+    out[0].dtype = dt;
     out[0].rank = g.rank;
     for (int d = 0; d < g.rank; d++) out[0].dims[d] = g.out[d];
     return BRAID_OK;

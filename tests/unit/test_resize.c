@@ -177,7 +177,7 @@ int main(void)
     CHECK_CONTAINS(e.msg, "'scales' must be known");
     done(&t, &out);
 
-    /* Both given, a wrong count, a bad mode, int data. */
+    /* Both given, a wrong count, a bad mode, string data. */
     node_init(&t, BD_OP_Resize, 19, 4);
     bd_tensor in_both[4] = {in[0], none, vec_f(4, s2), vec_i64(4, sz)};
     CHECK_EQ_INT(run(&t, in_both, &out, &e), BRAID_ERR_INVALID_MODEL);
@@ -186,9 +186,9 @@ int main(void)
     CHECK_EQ_INT(run(&t, in_short, &out, &e), BRAID_ERR_SHAPE);
     CHECK_CONTAINS(e.msg, "'scales' has 2 values, expected 4");
     bd_tensor in_int[4] = {in[0], none, vec_f(4, s2), none};
-    in_int[0].dtype = BRAID_DTYPE_INT32;
+    in_int[0].dtype = BRAID_DTYPE_STRING;
     CHECK_EQ_INT(run(&t, in_int, &out, &e), BRAID_ERR_UNSUPPORTED);
-    CHECK_CONTAINS(e.msg, "int32");
+    CHECK_CONTAINS(e.msg, "string");
     done(&t, &out);
     node_init(&t, BD_OP_Resize, 19, 3);
     attr_str(&t, "mode", "area");
