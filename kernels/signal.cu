@@ -95,12 +95,7 @@ static braid_status run_dft(const bd_cuda_kernel *k)
     }
 ready:
     bd_fft_plan p;
-    p.n = g.n;
-    p.m = c->m;
-    p.bluestein = c->m != g.n;
-    p.tw = c->table;
-    p.chirp = p.bluestein ? c->table + c->m : NULL;
-    p.filt = p.bluestein ? c->table + c->m + 2 * g.n : NULL;
+    bd_fft_plan_bind(&p, g.n, c->table);
     const void *w = n->op == BD_OP_STFT && k->n_in > 2 && k->in[2].dtype ? k->in[2].data : NULL;
     k_dft<<<bd_cu_grid(c->slots, 128), 128, 0, k->stream>>>(g, p, k->in[0].data, w, k->out[0].data,
                                                              k->in[0].dtype, c->scratch, c->slots);

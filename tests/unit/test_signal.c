@@ -83,7 +83,45 @@ int main(void)
     check_dft_len(1021, 2, 1, 0);
     check_dft_len(768, 1, 0, 1);
 
-    /* Round trip: IDFT(DFT(x)) == x for n = 45 (Bluestein), float32. */
+    /* Inverse float32 transforms run in float32 (mixed radix 4, 2, 3, 5 and
+     * odd factors up to 64; beyond that, e.g. 67 or 2 * 67, in double): every
+     * length 1..70 and 134 against the direct sum, within float32 rounding. */
+    for (int64_t n = 1; n <= 134; n = n < 70 ? n + 1 : n == 70 ? 134 : 135) {
+        unsigned seed = (unsigned)n;
+        float *x = randn(2 * n, &seed);
+        double *xd = malloc((size_t)(2 * n) * sizeof *xd), *want = malloc((size_t)(2 * n) * sizeof *want);
+        for (int64_t i = 0; i < 2 * n; i++) xd[i] = x[i];
+        direct_dft(xd, n, want, n, 1);
+        tnode_init(&t, BD_OP_DFT, 20, 1, 1);
+        attr_int(&t, "inverse", 1);
+        in[0] = tensor(F32, 3, (int64_t[]){1, n, 2}, x);
+        CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_OK);
+        double worst = 0;
+        for (int64_t i = 0; i < 2 * n; i++) worst = fmax(worst, fabs(((float *)out[0].data)[i] - want[i]));
+        if (!(worst < 2e-7 * (double)(n + 8))) fprintf(stderr, "float inverse n=%lld: error %g\n", (long long)n, worst);
+        CHECK(worst < 2e-7 * (double)(n + 8));
+        done(&t.n, out);
+        free(x), free(xd), free(want);
+    }
+
+    /* numpy's rounding, which the node tests' data carries: ifft of the
+     * column 0, 10, ..., 90 (complex64) has at the Nyquist bin the imaginary
+     * part 1.9073487e-07 (exactly 0 in exact arithmetic):
+     *   np.fft.ifft(np.arange(0, 100, dtype=np.complex64).reshape(10, 10), axis=0)[5, 0]
+     *   -> (-5+1.9073487e-07j)   (numpy 2.4.6) */
+    {
+        float x[20];
+        for (int i = 0; i < 10; i++) x[2 * i] = (float)(10 * i), x[2 * i + 1] = 0;
+        tnode_init(&t, BD_OP_DFT, 20, 1, 1);
+        attr_int(&t, "inverse", 1);
+        in[0] = tensor(F32, 3, (int64_t[]){1, 10, 2}, x);
+        CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_OK);
+        CHECK_NEAR(((float *)out[0].data)[10], -5.0f, 0, 0);
+        CHECK_NEAR(((float *)out[0].data)[11], 1.9073487e-07f, 0, 0);
+        done(&t.n, out);
+    }
+
+    /* Round trip: IDFT(DFT(x)) == x for n = 45 (Bluestein, then 3 * 3 * 5), float32. */
     {
         unsigned seed = 5;
         float *x = randn(90, &seed);
