@@ -177,22 +177,33 @@ __global__ void k_resize_any(const void *__restrict__ x, void *__restrict__ y, i
             bd_resize_store(y, dt, e, g.extrapolation);
             continue;
         }
+        /* axis by axis, as the CPU's double path and onnx's reference: the
+         * inner axes' sum for each tap of the outer one, then that axis's */
         int tc[BD_MAX_RANK] = {0};
-        ACC acc = 0;
-        for (;;) {
+        ACC part[BD_MAX_RANK];
+        for (int d = 0; d < g.rank; d++) part[d] = 0;
+        for (bool more = true; more;) {
             int64_t off = 0;
-            ACC w = 1;
             for (int d = 0; d < g.rank; d++) {
                 int64_t i = ax[d].first + tc[d];
                 i = i < 0 ? 0 : i > g.in[d] - 1 ? g.in[d] - 1 : i;
                 off += i * g.stride[d];
-                w *= rs_weight<ACC>(g, d, ax[d], tc[d]);
             }
-            acc += w * (ACC)rs_load(x, dt, off);
             int d = g.rank - 1;
-            while (d >= 0 && ++tc[d] == ax[d].n) tc[d--] = 0;
-            if (d < 0) break;
+            part[d] += rs_weight<ACC>(g, d, ax[d], tc[d]) * (ACC)rs_load(x, dt, off);
+            for (;;) {
+                if (++tc[d] < ax[d].n) break;
+                tc[d] = 0;
+                if (d == 0) {
+                    more = false;
+                    break;
+                }
+                part[d - 1] += rs_weight<ACC>(g, d - 1, ax[d - 1], tc[d - 1]) * part[d];
+                part[d] = 0;
+                d--;
+            }
         }
+        ACC acc = part[0];
         bd_resize_store(y, dt, e, (double)acc);
     }
 }

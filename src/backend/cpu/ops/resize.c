@@ -189,38 +189,33 @@ static void resize_nd(const float *x, float *y, int64_t planes, int64_t in_plane
     }
 }
 
-/* Double and integer types: the same taps with double weights, summed in
- * double over an odometer of the resized axes; integers are rounded half to
- * even and saturated. */
+/* Double and integer types: the same taps with double weights, evaluated
+ * axis by axis as onnx's reference does (the innermost axes' interpolation
+ * first for each tap of the outer one), so that integer results round as its
+ * do at ties; integers are then rounded half to even and saturated. */
+static double interp_d(const bd_tensor *xt, int64_t base, int level, int m, const rs_axis *ax, const int64_t *oc)
+{
+    if (level == m) return bd_get_f64(xt, base);
+    const rs_axis *a = &ax[level];
+    double acc = 0;
+    for (int t = 0; t < a->taps; t++)
+        acc += a->wd[oc[level] * a->taps + t] * interp_d(xt, base + a->idx[oc[level] * a->taps + t], level + 1, m, ax, oc);
+    return acc;
+}
+
 static void resize_nd_d(const bd_tensor *xt, bd_tensor *yt, int64_t planes, int64_t in_plane, int m,
                         const rs_axis *ax, const int64_t *O, double ev)
 {
     int64_t out_plane = 1;
     for (int i = 0; i < m; i++) out_plane *= O[i];
     int64_t oc[BD_MAX_RANK];
-    int tc[BD_MAX_RANK];
     for (int64_t pl = 0; pl < planes; pl++) {
         memset(oc, 0, sizeof oc);
         for (int64_t e = 0; e < out_plane; e++) {
             int ext = 0;
             for (int i = 0; i < m; i++) ext |= ax[i].ext && ax[i].ext[oc[i]];
-            double acc = 0;
-            if (!ext) {
-                memset(tc, 0, sizeof tc);
-                for (;;) {
-                    int64_t off = 0;
-                    double w = 1;
-                    for (int i = 0; i < m; i++) {
-                        off += ax[i].idx[oc[i] * ax[i].taps + tc[i]];
-                        w *= ax[i].wd[oc[i] * ax[i].taps + tc[i]];
-                    }
-                    acc += w * bd_get_f64(xt, pl * in_plane + off);
-                    int i = m - 1;
-                    while (i >= 0 && ++tc[i] == ax[i].taps) tc[i--] = 0;
-                    if (i < 0) break;
-                }
-            }
-            bd_resize_store(yt->data, yt->dtype, pl * out_plane + e, ext ? ev : acc);
+            double v = ext ? ev : interp_d(xt, pl * in_plane, 0, m, ax, oc);
+            bd_resize_store(yt->data, yt->dtype, pl * out_plane + e, v);
             for (int i = m - 1; i >= 0 && ++oc[i] == O[i]; i--) oc[i] = 0;
         }
     }
