@@ -185,6 +185,23 @@ static void resize_dtypes(void)
         }
         done(&t, &out);
     }
+    /* Upsample-1: height_scale 2, width_scale 3, nearest, on (1, 2; 3, 4) */
+    float up[4] = {1, 2, 3, 4};
+    node_init(&t, BD_OP_Upsample, 1, 1);
+    attr(&t, "height_scale", BD_ATTR_FLOAT)->f = 2.0f;
+    attr(&t, "width_scale", BD_ATTR_FLOAT)->f = 3.0f;
+    bd_tensor in_up[1] = {tensor4(BRAID_DTYPE_FLOAT, 1, 1, 2, 2, up)};
+    CHECK_EQ_INT(run(&t, in_up, &out, &e), BRAID_OK);
+    CHECK_EQ_INT(out.dims[2], 4);
+    CHECK_EQ_INT(out.dims[3], 6);
+    for (int i = 0; i < 24; i++) CHECK_NEAR(((float *)out.data)[i], up[(i / 6 / 2) * 2 + (i % 6) / 3], 0, 0);
+    done(&t, &out);
+    node_init(&t, BD_OP_Upsample, 6, 1);
+    attr(&t, "height_scale", BD_ATTR_FLOAT)->f = 2.0f;
+    CHECK_EQ_INT(run(&t, in_up, &out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "'width_scale' are required");
+    done(&t, &out);
+
     /* double at scale 3: the points 1/3 and 2/3 of the way, to double precision */
     double d3[2] = {0, 1};
     float sc3[4] = {1, 1, 1, 3};
