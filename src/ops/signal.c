@@ -125,6 +125,9 @@ braid_status bd_dft_geometry(const bd_node *n, const bd_tensor *in, int n_in, bd
         if (len < 1)
             return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "dft_length is %lld; it must be 1 or more%s", (long long)len,
                            have ? "" : " (the default from the axis's length)");
+        if (len > BD_DFT_MAX_LENGTH)
+            return BD_FAIL(e, BRAID_ERR_LIMIT, "dft_length is %lld; braid transforms at most %lld points", (long long)len,
+                           (long long)BD_DFT_MAX_LENGTH);
         g->n = len;
         g->n_out = p->onesided && !p->inverse ? len / 2 + 1 : len;
         g->len = BD_MIN(g->L, g->irfft ? len / 2 + 1 : len);
@@ -158,6 +161,9 @@ braid_status bd_dft_geometry(const bd_node *n, const bd_tensor *in, int n_in, bd
         return BD_FAIL(e, BRAID_ERR_SHAPE, "window has %lld values but frame_length is %lld; they must agree",
                        (long long)w->dims[0], (long long)fl);
     if (!have) fl = w ? w->dims[0] : x->dims[1];
+    if (fl > BD_DFT_MAX_LENGTH)
+        return BD_FAIL(e, BRAID_ERR_LIMIT, "frame_length is %lld; braid transforms at most %lld points", (long long)fl,
+                       (long long)BD_DFT_MAX_LENGTH);
     if (fl < 1 || fl > x->dims[1])
         return BD_FAIL(e, BRAID_ERR_SHAPE, "frame_length %lld does not fit the signal's length %lld",
                        (long long)fl, (long long)x->dims[1]);

@@ -404,6 +404,9 @@ typedef struct bd_dft_geom {
     int inverse, irfft;  /* irfft: the input is one-sided, the output real */
 } bd_dft_geom;
 
+/* The longest transform: Bluestein's tables for it take about 1 GiB. */
+#define BD_DFT_MAX_LENGTH (1LL << 25)
+
 /* The geometry of a DFT or STFT node from its inputs (n_in of them; dft_length,
  * axis and frame_length need data), and its output's dims. */
 braid_status bd_dft_geometry(const bd_node *n, const bd_tensor *in, int n_in, bd_dft_geom *g, int64_t *out_dims,

@@ -49,12 +49,14 @@ typedef struct bd_gs_taps {
         if (!(rng > (T)0)) return lo;                                                               \
         if (x < lo) {                                                                               \
             T dx = lo - x;                                                                          \
+            if (!(dx / rng < (T)1e15)) return lo; /* beyond any meaningful reflection */            \
             int64_t k = (int64_t)(dx / rng);                                                        \
             T r = dx - (T)k * rng;                                                                  \
             return k % 2 == 0 ? lo + r : hi - r;                                                    \
         }                                                                                           \
         if (x > hi) {                                                                               \
             T dx = x - hi;                                                                          \
+            if (!(dx / rng < (T)1e15)) return hi;                                                   \
             int64_t k = (int64_t)(dx / rng);                                                        \
             T r = dx - (T)k * rng;                                                                  \
             return k % 2 == 0 ? hi - r : lo + r;                                                    \
@@ -149,6 +151,8 @@ BD_VISION_FORMULAS(double, d, floor, rint, fabs)
 /* RoiAlign: one sample point (y, x) of the bilinear grid: 4 input offsets
  * (within a plane of W columns) and weights; all zero when the point lies
  * more than one pixel outside the map (as onnxruntime and the reference). */
+#define BD_ROI_MAX_GRID 4096
+
 typedef struct bd_roi_sample {
     int64_t o[4];
     double w[4];
@@ -189,10 +193,10 @@ typedef struct bd_roi_sample {
         }                                                                                           \
         *y0 = sy, *x0 = sx;                                                                         \
         *bh = rh / (T)oh, *bw = rw / (T)ow;                                                         \
-        *gh = ratio > 0 ? ratio : (int64_t)ceil((double)(rh / (T)oh));                             \
-        *gw = ratio > 0 ? ratio : (int64_t)ceil((double)(rw / (T)ow));                              \
-        if (*gh < 0) *gh = 0;                                                                       \
-        if (*gw < 0) *gw = 0;                                                                       \
+        double ah = ceil((double)(rh / (T)oh)), aw = ceil((double)(rw / (T)ow));                   \
+        /* an adaptive grid is capped at BD_ROI_MAX_GRID points a side (NaN gives 0) */             \
+        *gh = ratio > 0 ? ratio : ah > 0 ? (int64_t)(ah < BD_ROI_MAX_GRID ? ah : BD_ROI_MAX_GRID) : 0; \
+        *gw = ratio > 0 ? ratio : aw > 0 ? (int64_t)(aw < BD_ROI_MAX_GRID ? aw : BD_ROI_MAX_GRID) : 0; \
     }
 
 BD_ROI_FORMULAS(float, f, floorf)

@@ -280,6 +280,13 @@ int main(void)
         CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_ERR_INVALID_MODEL);
         CHECK_CONTAINS(e.msg, "dft_length is 0");
         done(&t.n, out);
+        int64_t huge = (1LL << 40);
+        tnode_init(&t, BD_OP_DFT, 17, 2, 1);
+        in[0] = tensor(F32, 3, (int64_t[]){1, 6, 2}, x);
+        in[1] = scalar64(&huge);
+        CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_ERR_LIMIT);
+        CHECK_CONTAINS(e.msg, "dft_length is 1099511627776");
+        done(&t.n, out);
         tnode_init(&t, BD_OP_DFT, 17, 1, 1);
         in[0] = tensor(BRAID_DTYPE_INT32, 3, (int64_t[]){1, 6, 2}, x);
         CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_ERR_DTYPE);

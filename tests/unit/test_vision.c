@@ -387,6 +387,23 @@ int main(void)
         CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_ERR_INVALID_MODEL);
         CHECK_CONTAINS(e.msg, "ROI 2 has batch index 2");
         done(&t.n, out);
+        /* a NaN coordinate; a ROI whose adaptive grid would be huge */
+        float nanroi[16], hugeroi[16];
+        memcpy(nanroi, rois, sizeof nanroi);
+        memcpy(hugeroi, rois, sizeof hugeroi);
+        nanroi[5] = NAN;
+        hugeroi[14] = 1e9f;
+        tnode_init(&t, BD_OP_RoiAlign, 16, 3, 1);
+        in[1] = tensor(F32, 2, (int64_t[]){4, 4}, nanroi);
+        in[2] = ints1(bi, 4);
+        CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_ERR_INVALID_MODEL);
+        CHECK_CONTAINS(e.msg, "ROI 1 has a coordinate that is not a finite number");
+        done(&t.n, out);
+        tnode_init(&t, BD_OP_RoiAlign, 16, 3, 1);
+        in[1] = tensor(F32, 2, (int64_t[]){4, 4}, hugeroi);
+        CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_ERR_LIMIT);
+        CHECK_CONTAINS(e.msg, "ROI 3 spans");
+        done(&t.n, out);
         /* no ROIs: an empty output */
         tnode_init(&t, BD_OP_RoiAlign, 16, 3, 1);
         in[1] = tensor(F32, 2, (int64_t[]){0, 4}, rois);

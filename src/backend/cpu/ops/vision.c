@@ -348,11 +348,28 @@ static braid_status run_roi(const bd_kernel *k)
     const int64_t R = rois->dims[0];
     roi_job j = {.p = k->node->params, .kind = x->dtype == BRAID_DTYPE_DOUBLE, .C = x->dims[1], .H = x->dims[2],
                  .W = x->dims[3], .batch = align ? k->in[2].data : NULL};
-    for (int64_t r = 0; r < R; r++) { /* batch indices are checked before any thread reads them */
-        int64_t b = align ? j.batch[r] : (int64_t)ld(rois->data, rois->dtype, r * 5);
+    for (int64_t r = 0; r < R; r++) { /* ROIs are checked before any thread reads them */
+        const int cols = align ? 4 : 5;
+        for (int c = 0; c < cols; c++)
+            if (!isfinite(ld(rois->data, rois->dtype, r * cols + c))) {
+                st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "ROI %lld has a coordinate that is not a finite number",
+                             (long long)r);
+                goto fail;
+            }
+        double bd = align ? (double)j.batch[r] : ld(rois->data, rois->dtype, r * 5);
+        if (align && j.p->sampling_ratio == 0) {
+            double sc = j.p->spatial_scale, w = (ld(rois->data, rois->dtype, r * 4 + 2) - ld(rois->data, rois->dtype, r * 4)) * sc;
+            double h = (ld(rois->data, rois->dtype, r * 4 + 3) - ld(rois->data, rois->dtype, r * 4 + 1)) * sc;
+            if (fabs(h) / (double)j.p->out_h > BD_ROI_MAX_GRID || fabs(w) / (double)j.p->out_w > BD_ROI_MAX_GRID) {
+                st = BD_FAIL(e, BRAID_ERR_LIMIT, "ROI %lld spans %g x %g pixels: adaptive sampling would take more "
+                             "than %d points per bin side", (long long)r, h, w, BD_ROI_MAX_GRID);
+                goto fail;
+            }
+        }
+        int64_t b = bd >= 0 && bd < (double)x->dims[0] ? (int64_t)bd : -1;
         if (b < 0 || b >= x->dims[0]) {
-            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "ROI %lld has batch index %lld; X has %lld images",
-                         (long long)r, (long long)b, (long long)x->dims[0]);
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "ROI %lld has batch index %g; X has %lld images",
+                         (long long)r, bd, (long long)x->dims[0]);
             goto fail;
         }
     }
