@@ -91,18 +91,10 @@ __host__ __device__ __forceinline__ double dload(const void *p, int dt, int64_t 
     }
 }
 
-struct dtyped {
-    const void *p;
-    int dt;
-};
-#define LOAD_DT(x, i) dload((x)->p, (x)->dt, (i))
-BD_DEFORM_SAMPLE(sample_any, dtyped, LOAD_DT)
-
 struct dc_args {
     bd_im2col_geom g;
     int dt;
     int64_t n, grp, C, cg, og_ch, rows;
-    size_t esz;
 };
 
 /* cols (rows, L) of image n, group grp: mask times the deformed sample. */
@@ -124,8 +116,11 @@ __global__ void k_deform_cols(const void *__restrict__ x, const void *__restrict
             rem /= g.nb[d];
             pos[d] = bd_deform_pos(&g, d, o, kc[d], dload(off, a.dt, off_base + d * g.L + p));
         }
-        dtyped img = {(const char *)x + (size_t)((a.n * a.C + c) * g.P) * a.esz, a.dt};
-        double v = sample_any(&g, &img, pos);
+        int64_t idx[8];
+        double cw[8], v = 0.0;
+        const int nc = bd_deform_corners(&g, pos, idx, cw);
+        for (int j = 0; j < nc; j++)
+            if (idx[j] >= 0) v += cw[j] * dload(x, a.dt, (a.n * a.C + c) * g.P + idx[j]);
         if (mask) v *= dload(mask, a.dt, (a.n * g.K * ogs + og * g.K + kk) * g.L + p);
         cols[e] = (T)v;
     }
@@ -201,7 +196,7 @@ static braid_status run_deform(const bd_cuda_kernel *k)
     const void *bias = k->n_in > 3 && k->in[3].dtype ? k->in[3].data : NULL;
     for (int64_t n = 0; n < N; n++)
         for (int64_t grp = 0; grp < G; grp++) {
-            dc_args a = {g, dt, n, grp, C, cg, C / prm->offset_group, rows, bd_dtype_size(dt)};
+            dc_args a = {g, dt, n, grp, C, cg, C / prm->offset_group, rows};
             if (dbl)
                 k_deform_cols<double><<<bd_cu_grid(rows * g.L), BD_CU_BLOCK, 0, k->stream>>>(
                     k->in[0].data, k->in[2].data, mask, (double *)cols, a);

@@ -52,34 +52,40 @@ static inline BD_HOST_DEVICE double bd_deform_pos(const bd_im2col_geom *g, int d
     return (double)(o_d * g->str[d] - g->pb[d] + k_d * g->dil[d]) + offset;
 }
 
-/* The multilinear sample of image x (dims img[0..nsp), row-major, values
- * read as double by ld) at pos: each corner inside the image weighs in, those
- * outside read as zero (GridSample's zeros padding, as onnx's reference). */
-#define BD_DEFORM_SAMPLE(NAME, T, LOAD)                                                            \
-    static inline BD_HOST_DEVICE double NAME(const bd_im2col_geom *g, const T *x, const double *pos) \
-    {                                                                                              \
-        int64_t base[3];                                                                           \
-        double frac[3];                                                                            \
-        for (int d = 0; d < g->nsp; d++) {                                                         \
-            if (!(pos[d] > -1.0 && pos[d] < (double)g->img[d])) return 0.0; /* no corner inside, or NaN */ \
-            double f = floor(pos[d]);                                                              \
-            base[d] = (int64_t)f, frac[d] = pos[d] - f;                                            \
-        }                                                                                          \
-        double acc = 0.0;                                                                          \
-        for (int c = 0; c < (1 << g->nsp); c++) {                                                  \
-            int64_t off = 0;                                                                       \
-            double w = 1.0;                                                                        \
-            int in = 1;                                                                            \
-            for (int d = 0; d < g->nsp; d++) {                                                     \
-                int64_t i = base[d] + ((c >> (g->nsp - 1 - d)) & 1);                               \
-                in &= i >= 0 && i < g->img[d];                                                     \
-                off = off * g->img[d] + i;                                                         \
-                w *= (c >> (g->nsp - 1 - d)) & 1 ? frac[d] : 1.0 - frac[d];                        \
-            }                                                                                      \
-            if (in) acc += w * LOAD(x, off);                                           \
-        }                                                                                          \
-        return acc;                                                                                \
+/* The corners of the multilinear sample at pos in an image of dims
+ * img[0..nsp): 2^nsp plane offsets (row-major; -1 for a corner outside the
+ * image, which reads as zero: GridSample's zeros padding, as onnx's
+ * reference) and weights. A position no corner of which lies inside (or NaN)
+ * gives only -1s. Returns the corner count. */
+static inline BD_HOST_DEVICE int bd_deform_corners(const bd_im2col_geom *g, const double *pos, int64_t *idx, double *w)
+{
+    const int nc = 1 << g->nsp;
+    int64_t base[3];
+    double frac[3];
+    for (int d = 0; d < g->nsp; d++) {
+        if (!(pos[d] > -1.0 && pos[d] < (double)g->img[d])) {
+            for (int c = 0; c < nc; c++) idx[c] = -1, w[c] = 0.0;
+            return nc;
+        }
+        double f = floor(pos[d]);
+        base[d] = (int64_t)f, frac[d] = pos[d] - f;
     }
+    for (int c = 0; c < nc; c++) {
+        int64_t off = 0;
+        double wt = 1.0;
+        int in = 1;
+        for (int d = 0; d < g->nsp; d++) {
+            int up = (c >> (g->nsp - 1 - d)) & 1;
+            int64_t i = base[d] + up;
+            in &= i >= 0 && i < g->img[d];
+            off = off * g->img[d] + i;
+            wt *= up ? frac[d] : 1.0 - frac[d];
+        }
+        idx[c] = in ? off : -1;
+        w[c] = wt;
+    }
+    return nc;
+}
 
 /* Resolves Col2Im's geometry from image_shape and block_shape (data needed)
  * and the input's shape; DeformConv's from X, W and offset. SHAPE on mismatch. */

@@ -1,10 +1,12 @@
 /* im2col.c: CPU kernels of the im2col op family. Col2Im gathers, for each
  * output pixel, the column entries that land on it in kernel-point order (one
  * thread per pixel range, so sums do not depend on the thread count), on
- * every numeric dtype and bool (OR). DeformConv samples the deformed columns
- * (multilinear, zeros outside, times the mask) and multiplies them by each
- * group's weights with the thread-independent GEMM (float; OpenBLAS's dgemm,
- * single-threaded, for double; float16/bfloat16 through float32). */
+ * every numeric dtype and bool (OR). DeformConv computes the sampling
+ * corners (multilinear, zeros outside, times the mask) once per offset group,
+ * gathers every channel's deformed columns through them, and multiplies them
+ * by each group's weights with the thread-independent GEMM (float;
+ * OpenBLAS's dgemm, single-threaded, for double; float16/bfloat16 through
+ * float32). */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/parallel.h"
 
@@ -97,47 +99,75 @@ static braid_status run_col2im(const bd_kernel *k)
 
 /* ---- DeformConv -------------------------------------------------------------- */
 
-#define LOAD_PLAIN(x, i) ((double)(x)[i])
-BD_DEFORM_SAMPLE(sample_f, float, LOAD_PLAIN)
-BD_DEFORM_SAMPLE(sample_d, double, LOAD_PLAIN)
-
+/* The sampling corners of one (image, offset group): for each kernel point
+ * kk and output position p, the corner offsets and weights (times the mask),
+ * shared by every channel of the offset group. */
 typedef struct dc_job {
     const bd_im2col_geom *g;
-    int dbl;
-    int64_t n, grp, C, cg, og_ch; /* batch, group, channels, per group, per offset group */
+    int dbl, nc;                 /* double data; corners per sample (2^nsp) */
+    int64_t n, og, ogs, C, cg, grp, c0, c1; /* image, offset group (of ogs), channels, group; rows' channels [c0, c1) */
     const void *x, *off, *mask;
-    void *cols; /* (cg K, L) */
+    int64_t *idx;                /* (K, L, nc) */
+    double *w;                   /* (K, L, nc) */
+    void *cols;                  /* (cg K, L) */
 } dc_job;
 
-/* Rows [begin, end) of the columns: row = ci K + kk. */
-static void dc_rows(void *vj, int64_t begin, int64_t end)
+static void dc_corners(void *vj, int64_t begin, int64_t end)
 {
     const dc_job *j = vj;
     const bd_im2col_geom *g = j->g;
     const int nsp = g->nsp;
-    for (int64_t row = begin; row < end; row++) {
-        const int64_t ci = row / g->K, kk = row % g->K, c = j->grp * j->cg + ci, og = c / j->og_ch;
-        int64_t kc[3] = {0, 0, 0}, q = kk;
+    for (int64_t e = begin; e < end; e++) { /* e = kk L + p */
+        const int64_t kk = e / g->L, p = e % g->L;
+        int64_t kc[3] = {0, 0, 0}, q = kk, rem = p;
         for (int d = nsp - 1; d >= 0; d--) kc[d] = q % g->blk[d], q /= g->blk[d];
-        const int64_t off_base = ((j->n * (g->K * nsp) * (j->C / j->og_ch)) + (og * g->K + kk) * nsp) * g->L;
-        const int64_t mask_base = (j->n * g->K * (j->C / j->og_ch) + og * g->K + kk) * g->L;
-        const int64_t x_base = (j->n * j->C + c) * g->P;
-        for (int64_t p = 0; p < g->L; p++) {
-            double pos[3];
-            int64_t rem = p;
-            for (int d = nsp - 1; d >= 0; d--) {
-                int64_t o = rem % g->nb[d];
-                rem /= g->nb[d];
-                double dv = j->dbl ? ((const double *)j->off)[off_base + d * g->L + p]
-                                   : (double)((const float *)j->off)[off_base + d * g->L + p];
-                pos[d] = bd_deform_pos(g, d, o, kc[d], dv);
+        const int64_t off_base = ((j->n * j->ogs + j->og) * g->K * nsp + kk * nsp) * g->L;
+        double pos[3];
+        for (int d = nsp - 1; d >= 0; d--) {
+            int64_t o = rem % g->nb[d];
+            rem /= g->nb[d];
+            int64_t i = off_base + d * g->L + p;
+            double dv = j->dbl ? ((const double *)j->off)[i] : (double)((const float *)j->off)[i];
+            pos[d] = bd_deform_pos(g, d, o, kc[d], dv);
+        }
+        int64_t *idx = j->idx + e * j->nc;
+        double *w = j->w + e * j->nc;
+        bd_deform_corners(g, pos, idx, w);
+        if (j->mask) {
+            int64_t mi = ((j->n * j->ogs + j->og) * g->K + kk) * g->L + p;
+            double m = j->dbl ? ((const double *)j->mask)[mi] : (double)((const float *)j->mask)[mi];
+            for (int c = 0; c < j->nc; c++) w[c] *= m;
+        }
+    }
+}
+
+/* Rows of the columns for channels [c0, c1) of this offset group: row (c - group's first) K + kk. */
+static void dc_rows(void *vj, int64_t begin, int64_t end)
+{
+    const dc_job *j = vj;
+    const bd_im2col_geom *g = j->g;
+    for (int64_t r = begin; r < end; r++) {
+        const int64_t c = j->c0 + r / g->K, kk = r % g->K, row = (c - j->grp * j->cg) * g->K + kk;
+        const int64_t *idx = j->idx + kk * g->L * j->nc;
+        const double *w = j->w + kk * g->L * j->nc;
+        if (j->dbl) {
+            const double *x = (const double *)j->x + (j->n * j->C + c) * g->P;
+            double *col = (double *)j->cols + row * g->L;
+            for (int64_t p = 0; p < g->L; p++) {
+                double v = 0.0;
+                for (int q = 0; q < j->nc; q++)
+                    if (idx[p * j->nc + q] >= 0) v += w[p * j->nc + q] * x[idx[p * j->nc + q]];
+                col[p] = v;
             }
-            double v = j->dbl ? sample_d(g, (const double *)j->x + x_base, pos)
-                              : sample_f(g, (const float *)j->x + x_base, pos);
-            if (j->mask)
-                v *= j->dbl ? ((const double *)j->mask)[mask_base + p] : (double)((const float *)j->mask)[mask_base + p];
-            if (j->dbl) ((double *)j->cols)[row * g->L + p] = v;
-            else ((float *)j->cols)[row * g->L + p] = (float)v;
+        } else {
+            const float *x = (const float *)j->x + (j->n * j->C + c) * g->P;
+            float *col = (float *)j->cols + row * g->L;
+            for (int64_t p = 0; p < g->L; p++) {
+                double v = 0.0;
+                for (int q = 0; q < j->nc; q++)
+                    if (idx[p * j->nc + q] >= 0) v += w[p * j->nc + q] * (double)x[idx[p * j->nc + q]];
+                col[p] = (float)v;
+            }
         }
     }
 }
@@ -164,6 +194,8 @@ static braid_status run_deform(const bd_kernel *k)
     const bd_im2col_params *prm = k->node->params;
     bd_im2col_geom g;
     void *cols = NULL;
+    int64_t *cidx = NULL;
+    double *cw = NULL;
     float *conv[6] = {NULL}; /* float32 copies of X, W, offset, B, mask, and the output */
     BD_TRY(bd_deform_geometry(k->node, k->in, k->n_in, &g, e));
     const int dt = k->in[0].dtype, dbl = dt == BRAID_DTYPE_DOUBLE, narrow = !dbl && dt != BRAID_DTYPE_FLOAT;
@@ -184,12 +216,22 @@ static braid_status run_deform(const bd_kernel *k)
         x = conv[0], w = conv[1], off = conv[2], b = conv[3], m = conv[4], y = conv[5];
     }
     const size_t esz = dbl ? sizeof(double) : sizeof(float);
+    const int nc = 1 << g.nsp;
+    const int64_t og_ch = C / prm->offset_group;
     cols = bd_malloc((size_t)(rows * g.L) * esz + 1);
-    BD_CHECK_ALLOC(e, cols);
+    cidx = bd_malloc((size_t)(g.K * g.L * nc) * sizeof *cidx + 1);
+    cw = bd_malloc((size_t)(g.K * g.L * nc) * sizeof *cw + 1);
+    BD_CHECK_ALLOC(e, cols && cidx && cw);
     for (int64_t n = 0; n < N; n++)
         for (int64_t grp = 0; grp < G; grp++) {
-            dc_job j = {&g, dbl, n, grp, C, cg, C / prm->offset_group, x, off, m, cols};
-            bd_parallel_for(k->threads, rows, BD_MAX((int64_t)1, (int64_t)4096 / (g.L + 1)), dc_rows, &j);
+            const int64_t lo = grp * cg, hi = lo + cg;
+            for (int64_t og = lo / og_ch; og * og_ch < hi; og++) {
+                dc_job j = {&g, dbl, nc, n, og, prm->offset_group, C, cg, grp, BD_MAX(lo, og * og_ch),
+                            BD_MIN(hi, (og + 1) * og_ch), x, off, m, cidx, cw, cols};
+                bd_parallel_for(k->threads, g.K * g.L, 1024, dc_corners, &j);
+                bd_parallel_for(k->threads, (j.c1 - j.c0) * g.K, BD_MAX((int64_t)1, (int64_t)8192 / (g.L + 1)),
+                                dc_rows, &j);
+            }
             const int64_t yo = (n * OC + grp * ocg) * g.L, wo = grp * ocg * rows;
             if (dbl)
                 cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)ocg, (int)g.L, (int)rows, 1.0,
@@ -214,6 +256,8 @@ static braid_status run_deform(const bd_kernel *k)
 fail:
     for (int i = 0; i < 6; i++) bd_free(conv[i]);
     bd_free(cols);
+    bd_free(cidx);
+    bd_free(cw);
     return st;
 }
 

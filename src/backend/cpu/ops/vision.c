@@ -62,21 +62,27 @@ static void store_float(const float *f, bd_tensor *out)
 
 /* ---- GridSample ------------------------------------------------------------ */
 
-#define GS_BLOCK 256
+/* Output positions per block: the block's taps (at most 64 KiB positions x
+ * taps x 16 bytes) are computed once, in parallel, then every channel walks
+ * them, channels in parallel, each channel's plane staying in cache. */
+#define GS_BLOCK 16384
 
 typedef struct gs_job {
     const bd_vision_params *p;
     int r, kind; /* kind: 0 float, 1 double, 2 any dtype by bytes (nearest) */
-    int64_t C, L[BD_GS_MAX_SPATIAL], P, S, blocks, taps;
+    int64_t C, L[BD_GS_MAX_SPATIAL], P, S, taps;
     const void *grid;
     int grid_dt;
     const void *x;
     void *y;
     size_t esz;
-    atomic_int oom;
+    int64_t n, p0, np; /* the block: image n, positions [p0, p0 + np) */
+    int64_t *off;      /* (np, taps): plane offsets, -1 for a zero */
+    double *w;         /* (np, taps) */
+    float *wf;         /* (np, taps) */
 } gs_job;
 
-/* Taps of output position p of batch n: combined offsets (-1: a zero) and weights. */
+/* Taps of output position p of image n: combined offsets (-1: a zero) and weights. */
 static void gs_position(const gs_job *j, int64_t n, int64_t p, int64_t *off, double *w)
 {
     bd_gs_taps t[BD_GS_MAX_SPATIAL];
@@ -102,56 +108,62 @@ static void gs_position(const gs_job *j, int64_t n, int64_t p, int64_t *off, dou
     }
 }
 
-static void gs_range(void *vj, int64_t begin, int64_t end)
+static void gs_fill(void *vj, int64_t begin, int64_t end)
 {
     gs_job *j = vj;
     const int64_t T = j->taps;
-    int64_t *off = bd_malloc((size_t)(GS_BLOCK * T) * sizeof *off);
-    double *w = bd_malloc((size_t)(GS_BLOCK * T) * sizeof *w);
-    float *wf = bd_malloc((size_t)(GS_BLOCK * T) * sizeof *wf);
-    if (!off || !w || !wf) {
-        atomic_store(&j->oom, 1);
-        goto done;
+    for (int64_t q = begin; q < end; q++) {
+        gs_position(j, j->n, j->p0 + q, j->off + q * T, j->w + q * T);
+        for (int64_t k = 0; k < T; k++) j->wf[q * T + k] = (float)j->w[q * T + k];
     }
-    for (int64_t b = begin; b < end; b++) {
-        const int64_t n = b / j->blocks, p0 = (b % j->blocks) * GS_BLOCK;
-        const int64_t np = BD_MIN((int64_t)GS_BLOCK, j->P - p0);
-        for (int64_t q = 0; q < np; q++) gs_position(j, n, p0 + q, off + q * T, w + q * T);
-        for (int64_t q = 0; q < np * T; q++) wf[q] = (float)w[q];
-        for (int64_t c = 0; c < j->C; c++) {
-            const int64_t pl = n * j->C + c;
-            if (j->kind == 0) {
-                const float *xp = (const float *)j->x + pl * j->S;
-                float *yp = (float *)j->y + pl * j->P + p0;
+}
+
+static void gs_apply(void *vj, int64_t begin, int64_t end)
+{
+    const gs_job *j = vj;
+    const int64_t T = j->taps, np = j->np;
+    const int64_t *off = j->off;
+    for (int64_t c = begin; c < end; c++) {
+        const int64_t pl = j->n * j->C + c;
+        if (j->kind == 0) {
+            const float *xp = (const float *)j->x + pl * j->S, *wf = j->wf;
+            float *yp = (float *)j->y + pl * j->P + j->p0;
+            if (T == 4) /* bilinear in 2-D */
+                for (int64_t q = 0; q < np; q++) {
+                    const int64_t *o = off + 4 * q;
+                    const float *w = wf + 4 * q;
+                    float acc = 0.0f;
+                    if (o[0] >= 0) acc += w[0] * xp[o[0]];
+                    if (o[1] >= 0) acc += w[1] * xp[o[1]];
+                    if (o[2] >= 0) acc += w[2] * xp[o[2]];
+                    if (o[3] >= 0) acc += w[3] * xp[o[3]];
+                    yp[q] = acc;
+                }
+            else
                 for (int64_t q = 0; q < np; q++) {
                     float acc = 0.0f;
                     for (int64_t k = 0; k < T; k++)
                         if (off[q * T + k] >= 0) acc += wf[q * T + k] * xp[off[q * T + k]];
                     yp[q] = acc;
                 }
-            } else if (j->kind == 1) {
-                const double *xp = (const double *)j->x + pl * j->S;
-                double *yp = (double *)j->y + pl * j->P + p0;
-                for (int64_t q = 0; q < np; q++) {
-                    double acc = 0.0;
-                    for (int64_t k = 0; k < T; k++)
-                        if (off[q * T + k] >= 0) acc += w[q * T + k] * xp[off[q * T + k]];
-                    yp[q] = acc;
-                }
-            } else { /* nearest on any dtype: copy the element, or zero */
-                const char *xp = (const char *)j->x + (size_t)(pl * j->S) * j->esz;
-                char *yp = (char *)j->y + (size_t)(pl * j->P + p0) * j->esz;
-                for (int64_t q = 0; q < np; q++) {
-                    if (off[q] >= 0) memcpy(yp + (size_t)q * j->esz, xp + (size_t)off[q] * j->esz, j->esz);
-                    else memset(yp + (size_t)q * j->esz, 0, j->esz);
-                }
+        } else if (j->kind == 1) {
+            const double *xp = (const double *)j->x + pl * j->S;
+            double *yp = (double *)j->y + pl * j->P + j->p0;
+            for (int64_t q = 0; q < np; q++) {
+                double acc = 0.0;
+                for (int64_t k = 0; k < T; k++)
+                    if (off[q * T + k] >= 0) acc += j->w[q * T + k] * xp[off[q * T + k]];
+                yp[q] = acc;
+            }
+        } else { /* nearest on any dtype: copy the element, or zero */
+            const char *xp = (const char *)j->x + (size_t)(pl * j->S) * j->esz;
+            char *yp = (char *)j->y + (size_t)(pl * j->P + j->p0) * j->esz;
+            for (int64_t q = 0; q < np; q++) {
+                if (off[q] >= 0) memcpy(yp + (size_t)q * j->esz, xp + (size_t)off[q] * j->esz, j->esz);
+                else memset(yp + (size_t)q * j->esz, 0, j->esz);
             }
         }
     }
-done:
-    bd_free(off);
-    bd_free(w);
-    bd_free(wf);
 }
 
 static braid_status run_gridsample(const bd_kernel *k)
@@ -161,8 +173,8 @@ static braid_status run_gridsample(const bd_kernel *k)
     bd_err *e = k->err;
     float *xo = NULL, *yo = NULL;
     const bd_tensor *x = &k->in[0], *grid = &k->in[1];
-    BD_TRY(bd_gridsample_check(n, x, grid, e));
     gs_job j = {.p = n->params, .r = x->rank - 2, .C = x->dims[1], .grid = grid->data, .grid_dt = grid->dtype};
+    BD_TRY(bd_gridsample_check(n, x, grid, e));
     const int per = j.p->mode == BD_GS_NEAREST ? 1 : j.p->mode == BD_GS_LINEAR ? 2 : 4;
     j.P = j.S = j.taps = 1;
     for (int d = 0; d < j.r; d++) {
@@ -172,7 +184,6 @@ static braid_status run_gridsample(const bd_kernel *k)
         j.taps *= per;
     }
     if (bd_numel(&k->out[0]) == 0) goto fail;
-    j.blocks = BD_CEIL_DIV(j.P, (int64_t)GS_BLOCK);
     int dt = x->dtype;
     if (dt == BRAID_DTYPE_DOUBLE) {
         j.kind = 1, j.x = x->data, j.y = k->out[0].data;
@@ -184,14 +195,23 @@ static braid_status run_gridsample(const bd_kernel *k)
     } else {
         j.kind = 2, j.x = x->data, j.y = k->out[0].data, j.esz = bd_dtype_size(dt);
     }
-    int64_t work = j.taps * j.C * GS_BLOCK;
-    bd_parallel_for(k->threads, x->dims[0] * j.blocks, work >= 65536 ? 1 : 65536 / work, gs_range, &j);
-    if (atomic_load(&j.oom)) {
-        st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
-        goto fail;
-    }
+    const int64_t block = BD_MAX((int64_t)1, BD_MIN((int64_t)GS_BLOCK, (int64_t)65536 / j.taps));
+    const size_t cells = (size_t)(BD_MIN(block, j.P) * j.taps);
+    j.off = bd_malloc(cells * sizeof *j.off);
+    j.w = bd_malloc(cells * sizeof *j.w);
+    j.wf = bd_malloc(cells * sizeof *j.wf);
+    BD_CHECK_ALLOC(e, j.off && j.w && j.wf);
+    for (j.n = 0; j.n < x->dims[0]; j.n++)
+        for (j.p0 = 0; j.p0 < j.P; j.p0 += block) {
+            j.np = BD_MIN(block, j.P - j.p0);
+            bd_parallel_for(k->threads, j.np, 1024, gs_fill, &j);
+            bd_parallel_for(k->threads, j.C, BD_MAX((int64_t)1, (int64_t)16384 / (j.np * j.taps)), gs_apply, &j);
+        }
     if (yo) store_float(yo, &k->out[0]);
 fail:
+    bd_free(j.off);
+    bd_free(j.w);
+    bd_free(j.wf);
     bd_free(xo);
     bd_free(yo);
     return st;
