@@ -192,6 +192,16 @@ static void more_pools(void)
         CHECK_EQ_INT(((int64_t *)out[1].data)[i], want_ix[i]);
     }
     done(&t, out);
+    /* storage_order 1: the same maxima at column-major indices (row + 4 col) */
+    node_init(&t, BD_OP_MaxPool, 2);
+    attr_ints(&t, "kernel_shape", 2, k22);
+    attr_ints(&t, "strides", 2, s22);
+    attr_int(&t, "storage_order", 1);
+    memset(out, 0, sizeof out);
+    CHECK_EQ_INT(run(&t, &xi, out, &e), BRAID_OK);
+    const int64_t want_cm[4] = {4, 8, 6, 10};
+    for (int i = 0; i < 4; i++) CHECK_EQ_INT(((int64_t *)out[1].data)[i], want_cm[i]);
+    done(&t, out);
     uint8_t xu8[4] = {200, 255, 0, 17};
     node_init(&t, BD_OP_MaxPool, 1);
     attr_ints(&t, "kernel_shape", 2, k22);

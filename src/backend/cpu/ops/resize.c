@@ -189,32 +189,49 @@ static void resize_nd(const float *x, float *y, int64_t planes, int64_t in_plane
     }
 }
 
-/* Double and integer types: the same taps with double weights, evaluated
- * axis by axis as onnx's reference does (the innermost axes' interpolation
- * first for each tap of the outer one), so that integer results round as its
- * do at ties; integers are then rounded half to even and saturated. */
-static double interp_d(const bd_tensor *xt, int64_t base, int level, int m, const rs_axis *ax, const int64_t *oc)
+/* Double and integer types: the same taps with double weights over a double
+ * copy of the input, evaluated axis by axis as onnx's reference does (the
+ * innermost axes' interpolation first for each tap of the outer one), so that
+ * integer results round as its do at ties; integers are then rounded half to
+ * even and saturated. */
+static double interp_d(const double *x, int64_t base, int level, int m, const rs_axis *ax, const int64_t *oc)
 {
-    if (level == m) return bd_get_f64(xt, base);
+    if (level == m) return x[base];
     const rs_axis *a = &ax[level];
     double acc = 0;
     for (int t = 0; t < a->taps; t++)
-        acc += a->wd[oc[level] * a->taps + t] * interp_d(xt, base + a->idx[oc[level] * a->taps + t], level + 1, m, ax, oc);
+        acc += a->wd[oc[level] * a->taps + t] * interp_d(x, base + a->idx[oc[level] * a->taps + t], level + 1, m, ax, oc);
     return acc;
 }
 
-static void resize_nd_d(const bd_tensor *xt, bd_tensor *yt, int64_t planes, int64_t in_plane, int m,
-                        const rs_axis *ax, const int64_t *O, double ev)
+static void resize_nd_d(const double *x, bd_tensor *yt, int64_t planes, int64_t in_plane, int m, const rs_axis *ax,
+                        const int64_t *O, double ev)
 {
     int64_t out_plane = 1;
     for (int i = 0; i < m; i++) out_plane *= O[i];
+    if (m == 2 && !ax[0].ext && !ax[1].ext) { /* the common case: the two last axes */
+        const rs_axis *ah = &ax[0], *aw = &ax[1];
+        for (int64_t pl = 0; pl < planes; pl++)
+            for (int64_t oy = 0; oy < O[0]; oy++)
+                for (int64_t ox = 0; ox < O[1]; ox++) {
+                    double acc = 0;
+                    for (int a = 0; a < ah->taps; a++) {
+                        const double *row = x + pl * in_plane + ah->idx[oy * ah->taps + a];
+                        double s = 0;
+                        for (int b = 0; b < aw->taps; b++) s += aw->wd[ox * aw->taps + b] * row[aw->idx[ox * aw->taps + b]];
+                        acc += ah->wd[oy * ah->taps + a] * s;
+                    }
+                    bd_resize_store(yt->data, yt->dtype, (pl * O[0] + oy) * O[1] + ox, acc);
+                }
+        return;
+    }
     int64_t oc[BD_MAX_RANK];
     for (int64_t pl = 0; pl < planes; pl++) {
         memset(oc, 0, sizeof oc);
         for (int64_t e = 0; e < out_plane; e++) {
             int ext = 0;
             for (int i = 0; i < m; i++) ext |= ax[i].ext && ax[i].ext[oc[i]];
-            double v = ext ? ev : interp_d(xt, pl * in_plane, 0, m, ax, oc);
+            double v = ext ? ev : interp_d(x, pl * in_plane, 0, m, ax, oc);
             bd_resize_store(yt->data, yt->dtype, pl * out_plane + e, v);
             for (int i = m - 1; i >= 0 && ++oc[i] == O[i]; i--) oc[i] = 0;
         }
@@ -333,7 +350,13 @@ static braid_status resize_run(const bd_kernel *k, int kind)
     const float ev = p->extrapolation;
     int m = r - lead;
     if (kind == 1) {
-        resize_nd_d(&k->in[0], &k->out[0], planes, in_plane, m, &ax[lead], &g.out[lead], ev);
+        int64_t ni = bd_numel(&k->in[0]);
+        double *xd = k->in[0].dtype == BRAID_DTYPE_DOUBLE ? k->in[0].data : bd_malloc((size_t)ni * sizeof *xd + 1);
+        BD_CHECK_ALLOC(e, xd);
+        if (xd != k->in[0].data)
+            for (int64_t i = 0; i < ni; i++) xd[i] = bd_get_f64(&k->in[0], i);
+        resize_nd_d(xd, &k->out[0], planes, in_plane, m, &ax[lead], &g.out[lead], ev);
+        if (xd != k->in[0].data) bd_free(xd);
         goto fail;
     }
     if (kind == 2) {
