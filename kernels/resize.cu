@@ -1,8 +1,10 @@
-/* resize.cu: CUDA kernels of the resize op family (Resize, Upsample) on fp32,
+/* resize.cu: CUDA kernels of the resize op family (Resize, Upsample),
  * mirroring src/backend/cpu/ops/resize.c: nearest, linear and cubic, every
  * coordinate mode, antialias, exclude_outside and tf_crop_and_resize's
  * extrapolation. Each output element computes its source coordinates and
- * tap weights on every axis, then sums over the product of the taps. */
+ * tap weights on every axis, then sums over the product of the taps: fp32 in
+ * float; float16/bfloat16 in float and double/integers in double, stored as
+ * bd_resize_store rounds them; nearest on integers and bool copies elements. */
 #include <math.h>
 
 #include "common.cuh"
@@ -44,10 +46,10 @@ __device__ double rs_raw(const rs_geom &g, int d, const rs_axis &a, int j)
     return g.mode == BD_RESIZE_LINEAR ? fmax(0.0, 1 - fabs(t)) : bd_resize_cubic(t, g.cubic_a);
 }
 
-/* The weight of tap j as the CPU stores it (a float). */
-__device__ float rs_weight(const rs_geom &g, int d, const rs_axis &a, int j)
+/* The weight of tap j as the CPU stores it (a float; a double for the double path). */
+template <class W = float> __device__ W rs_weight(const rs_geom &g, int d, const rs_axis &a, int j)
 {
-    if (a.n == 1) return 1.0f;
+    if (a.n == 1) return (W)1;
     double c = rs_raw(g, d, a, j);
     if (a.aa) c = a.aa_sum != 0 ? c / a.aa_sum : 0;
     if (g.exclude_outside) {
@@ -55,7 +57,7 @@ __device__ float rs_weight(const rs_geom &g, int d, const rs_axis &a, int j)
         if (i < 0 || i >= g.in[d]) c = 0;
         if (a.ex_sum != 0) c = c / a.ex_sum;
     }
-    return (float)c;
+    return (W)c;
 }
 
 /* Sets up axis d at output position o; returns 1 where tf_crop_and_resize
@@ -138,6 +140,94 @@ __global__ void k_resize(const float *__restrict__ x, float *__restrict__ y, int
 }
 
 
+/* Any float or integer dtype: loads as double, sums in ACC (float for
+ * float16/bfloat16, double otherwise), stores with bd_resize_store. */
+__device__ __forceinline__ double rs_load(const void *x, int dt, int64_t i)
+{
+    switch (dt) {
+    case BRAID_DTYPE_DOUBLE: return ((const double *)x)[i];
+    case BRAID_DTYPE_FLOAT16: return bd_half_to_float_hd(((const uint16_t *)x)[i]);
+    case BRAID_DTYPE_BFLOAT16: return bd_bf16_to_float(((const uint16_t *)x)[i]);
+    case BRAID_DTYPE_INT8: return ((const int8_t *)x)[i];
+    case BRAID_DTYPE_UINT8: case BRAID_DTYPE_BOOL: return ((const uint8_t *)x)[i];
+    case BRAID_DTYPE_INT16: return ((const int16_t *)x)[i];
+    case BRAID_DTYPE_UINT16: return ((const uint16_t *)x)[i];
+    case BRAID_DTYPE_INT32: return ((const int32_t *)x)[i];
+    case BRAID_DTYPE_UINT32: return ((const uint32_t *)x)[i];
+    case BRAID_DTYPE_INT64: return (double)((const int64_t *)x)[i];
+    case BRAID_DTYPE_UINT64: return (double)((const uint64_t *)x)[i];
+    default: return ((const float *)x)[i];
+    }
+}
+
+template <class ACC>
+__global__ void k_resize_any(const void *__restrict__ x, void *__restrict__ y, int dt, int64_t total, rs_geom g)
+{
+    BD_CU_LOOP(e, total)
+    {
+        rs_axis ax[BD_MAX_RANK];
+        int64_t rem = e;
+        int ext = 0;
+        for (int d = g.rank - 1; d >= 0; d--) {
+            int64_t q = rem / g.out[d];
+            ext |= rs_setup(g, d, rem - q * g.out[d], &ax[d]);
+            rem = q;
+        }
+        if (ext) {
+            bd_resize_store(y, dt, e, g.extrapolation);
+            continue;
+        }
+        /* axis by axis, as the CPU's double path and onnx's reference: the
+         * inner axes' sum for each tap of the outer one, then that axis's */
+        int tc[BD_MAX_RANK] = {0};
+        ACC part[BD_MAX_RANK];
+        for (int d = 0; d < g.rank; d++) part[d] = 0;
+        for (bool more = true; more;) {
+            int64_t off = 0;
+            for (int d = 0; d < g.rank; d++) {
+                int64_t i = ax[d].first + tc[d];
+                i = i < 0 ? 0 : i > g.in[d] - 1 ? g.in[d] - 1 : i;
+                off += i * g.stride[d];
+            }
+            int d = g.rank - 1;
+            part[d] += rs_weight<ACC>(g, d, ax[d], tc[d]) * (ACC)rs_load(x, dt, off);
+            for (;;) {
+                if (++tc[d] < ax[d].n) break;
+                tc[d] = 0;
+                if (d == 0) {
+                    more = false;
+                    break;
+                }
+                part[d - 1] += rs_weight<ACC>(g, d - 1, ax[d - 1], tc[d - 1]) * part[d];
+                part[d] = 0;
+                d--;
+            }
+        }
+        ACC acc = part[0];
+        bd_resize_store(y, dt, e, (double)acc);
+    }
+}
+
+/* Nearest on integers and bool: each output element copies its source. */
+template <class T>
+__global__ void k_resize_gather(const T *__restrict__ x, T *__restrict__ y, int dt, int64_t total, rs_geom g)
+{
+    BD_CU_LOOP(e, total)
+    {
+        rs_axis a;
+        int64_t rem = e, off = 0;
+        int ext = 0;
+        for (int d = g.rank - 1; d >= 0; d--) {
+            int64_t q = rem / g.out[d];
+            ext |= rs_setup(g, d, rem - q * g.out[d], &a);
+            off += a.first * g.stride[d];
+            rem = q;
+        }
+        if (ext) bd_resize_store(y, dt, e, g.extrapolation);
+        else y[e] = x[off];
+    }
+}
+
 extern "C" braid_status bd_cuda_resize(const bd_cuda_kernel *k)
 {
     const bd_node *n = k->node;
@@ -146,9 +236,6 @@ extern "C" braid_status bd_cuda_resize(const bd_cuda_kernel *k)
     braid_status st;
     if (n->op != BD_OP_Resize && n->op != BD_OP_Upsample)
         return BD_FAIL(e, BRAID_ERR_INTERNAL, "op %s is not in the resize family", n->op_type);
-    if (k->in[0].dtype != BRAID_DTYPE_FLOAT)
-        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "op %s with dtype %s is not implemented on CUDA",
-                       n->op_type, bd_dtype_name(k->in[0].dtype));
     /* roi, scales and sizes are read from their plan-time host copies. */
     bd_tensor hv[4];
     int nh = k->n_in < 4 ? k->n_in : 4;
@@ -201,8 +288,29 @@ extern "C" braid_status bd_cuda_resize(const bd_cuda_kernel *k)
     int same = !tf;
     for (int d = 0; d < rg.rank; d++) same &= rg.out[d] == rg.in[d];
     if (same) {
-        BD_CU_CHECK_CALL(k, cudaMemcpyAsync(k->out[0].data, k->in[0].data, (size_t)total * sizeof(float),
+        BD_CU_CHECK_CALL(k, cudaMemcpyAsync(k->out[0].data, k->in[0].data,
+                                            (size_t)total * bd_dtype_size(k->in[0].dtype),
                                             cudaMemcpyDeviceToDevice, k->stream));
+        return BRAID_OK;
+    }
+    const int dt = k->in[0].dtype;
+    if (dt != BRAID_DTYPE_FLOAT) {
+        const unsigned grid = bd_cu_grid(total);
+        if (dt == BRAID_DTYPE_FLOAT16 || dt == BRAID_DTYPE_BFLOAT16) {
+            k_resize_any<float><<<grid, BD_CU_BLOCK, 0, k->stream>>>(k->in[0].data, k->out[0].data, dt, total, g);
+        } else if (p->mode == BD_RESIZE_NEAREST && dt != BRAID_DTYPE_DOUBLE) {
+            bool ok = bd_cu_dispatch_size(bd_dtype_size(dt), [&](auto tag) {
+                typedef decltype(tag) T;
+                k_resize_gather<T><<<grid, BD_CU_BLOCK, 0, k->stream>>>((const T *)k->in[0].data,
+                                                                        (T *)k->out[0].data, dt, total, g);
+            });
+            if (!ok)
+                return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "Resize of dtype %s is not implemented on CUDA",
+                               bd_dtype_name(dt));
+        } else {
+            k_resize_any<double><<<grid, BD_CU_BLOCK, 0, k->stream>>>(k->in[0].data, k->out[0].data, dt, total, g);
+        }
+        BD_CU_CHECK_LAUNCH(k, "the resize kernel");
         return BRAID_OK;
     }
     k_resize<<<bd_cu_grid(total), BD_CU_BLOCK, 0, k->stream>>>((const float *)k->in[0].data,

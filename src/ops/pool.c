@@ -1,5 +1,6 @@
 /* pool.c: attribute parsing, shape inference and cost of the pool op family
- * (MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool). */
+ * (MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool,
+ * GlobalLpPool, MaxUnpool). */
 #include "pool.h"
 
 #include <math.h>
@@ -47,7 +48,38 @@ braid_status bd_pool_parse(bd_node *n, bd_err *e)
     braid_status st = BRAID_OK;
     bd_pool_params *p = bd_calloc(1, sizeof *p);
     BD_CHECK_ALLOC(e, p);
-    if (n->op == BD_OP_MaxPool || n->op == BD_OP_AveragePool) {
+    p->p = 2.0;
+    if (n->op == BD_OP_LpPool || n->op == BD_OP_GlobalLpPool) { /* p: a float before opset 2, then an int */
+        const bd_attr *a = bd_node_attr(n, "p");
+        if (a && a->type == BD_ATTR_FLOAT) p->p = a->f;
+        else if (a) {
+            int64_t v = 2;
+            BD_TRY(bd_attr_int(n, "p", 2, &v, e));
+            p->p = (double)v;
+        }
+        if (!(p->p > 0)) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'p' is %g; it must be positive", p->p);
+            goto fail;
+        }
+    }
+    if (n->op == BD_OP_MaxUnpool) {
+        int64_t kernel[BD_MAX_RANK];
+        int nk = 0;
+        BD_TRY(bd_attr_ints(n, "kernel_shape", kernel, BD_MAX_RANK, &nk, e));
+        if (nk < 1 || nk > BD_MAX_RANK - 2) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'kernel_shape' is required (one value per spatial dim)");
+            goto fail;
+        }
+        if (nk > BD_POOL_MAX_SPATIAL) {
+            st = BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "a %d-D MaxUnpool is not supported (1-D, 2-D and 3-D are)", nk);
+            goto fail;
+        }
+        p->nsp = nk;
+        for (int i = 0; i < nk; i++) p->kernel[i] = kernel[i];
+        BD_TRY(read_list(n, "strides", nk, 1, 1, p->strides, e));
+        BD_TRY(read_list(n, "pads", 2 * nk, 0, 0, p->pads, e));
+    }
+    if (n->op == BD_OP_MaxPool || n->op == BD_OP_AveragePool || n->op == BD_OP_LpPool) {
         int64_t kernel[BD_MAX_RANK];
         int nk = 0;
         BD_TRY(bd_attr_ints(n, "kernel_shape", kernel, BD_MAX_RANK, &nk, e));
@@ -87,7 +119,7 @@ braid_status bd_pool_parse(bd_node *n, bd_err *e)
         }
         BD_TRY(read_flag(n, "ceil_mode", &p->ceil_mode, e));
         if (n->op == BD_OP_MaxPool) BD_TRY(read_flag(n, "storage_order", &p->storage_order, e));
-        else BD_TRY(read_flag(n, "count_include_pad", &p->count_include_pad, e));
+        else if (n->op == BD_OP_AveragePool) BD_TRY(read_flag(n, "count_include_pad", &p->count_include_pad, e));
     }
 fail:
     return bd_params_done(n, p, st);
@@ -134,22 +166,68 @@ braid_status bd_pool_geometry(const bd_node *n, const bd_tensor *x, bd_pool_geom
     return BRAID_OK;
 }
 
+braid_status bd_unpool_dims(const bd_node *n, const bd_tensor *in, int n_in, int64_t *out_dims,
+                            int64_t *unpooled, bd_err *e)
+{
+    const bd_pool_params *p = n->params;
+    const bd_tensor *x = &in[0];
+    if (x->rank != p->nsp + 2)
+        return BD_FAIL(e, BRAID_ERR_SHAPE, "input has rank %d, but kernel_shape has %d dims", x->rank, p->nsp);
+    unpooled[0] = out_dims[0] = x->dims[0];
+    unpooled[1] = out_dims[1] = x->dims[1];
+    for (int i = 0; i < p->nsp; i++) {
+        unpooled[2 + i] = (x->dims[2 + i] - 1) * p->strides[i] - (p->pads[i] + p->pads[p->nsp + i]) + p->kernel[i];
+        if (unpooled[2 + i] < 0)
+            return BD_FAIL(e, BRAID_ERR_SHAPE, "the pads leave spatial dim %d with %lld values", i,
+                           (long long)unpooled[2 + i]);
+        out_dims[2 + i] = unpooled[2 + i];
+    }
+    if (n_in > 2 && in[2].dtype != BRAID_DTYPE_UNDEFINED) {
+        int64_t v[BD_MAX_RANK];
+        int count = 0;
+        braid_status st = bd_const_ints(&in[2], "output_shape", v, BD_MAX_RANK, &count, e);
+        if (st != BRAID_OK) return st;
+        if (count != x->rank || v[0] != x->dims[0] || v[1] != x->dims[1])
+            return BD_FAIL(e, BRAID_ERR_SHAPE, "output_shape must hold %d dims starting with N = %lld and C = %lld",
+                           x->rank, (long long)x->dims[0], (long long)x->dims[1]);
+        for (int i = 2; i < count; i++) {
+            if (v[i] < unpooled[i])
+                return BD_FAIL(e, BRAID_ERR_SHAPE, "output_shape[%d] = %lld is smaller than the unpooled size %lld",
+                               i, (long long)v[i], (long long)unpooled[i]);
+            out_dims[i] = v[i];
+        }
+    }
+    return BRAID_OK;
+}
+
 braid_status bd_pool_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
 {
-    braid_status st = bd_expect_dtype(&in[0], "input 'X'", e, BRAID_DTYPE_FLOAT, 0);
+    braid_status st = n->op == BD_OP_MaxPool
+                          ? bd_expect_dtype(&in[0], "input 'X'", e, BRAID_DTYPE_FLOAT, BRAID_DTYPE_DOUBLE,
+                                            BRAID_DTYPE_FLOAT16, BRAID_DTYPE_BFLOAT16, BRAID_DTYPE_INT8,
+                                            BRAID_DTYPE_UINT8, 0)
+                          : bd_expect_dtype(&in[0], "input 'X'", e, BRAID_DTYPE_FLOAT, BRAID_DTYPE_DOUBLE,
+                                            BRAID_DTYPE_FLOAT16, BRAID_DTYPE_BFLOAT16, 0);
     if (st != BRAID_OK) return st;
     const bd_tensor *x = &in[0];
     if (x->rank < 3)
         return BD_FAIL(e, BRAID_ERR_SHAPE,
                        "input has rank %d; pools need (N, C, spatial dims...), rank 3 or more",
                        x->rank);
-    out[0].dtype = BRAID_DTYPE_FLOAT;
+    out[0].dtype = x->dtype;
     out[0].rank = x->rank;
     out[0].dims[0] = x->dims[0];
     out[0].dims[1] = x->dims[1];
-    if (n->op == BD_OP_GlobalAveragePool || n->op == BD_OP_GlobalMaxPool) {
+    if (n->op == BD_OP_GlobalAveragePool || n->op == BD_OP_GlobalMaxPool || n->op == BD_OP_GlobalLpPool) {
         for (int i = 2; i < x->rank; i++) out[0].dims[i] = 1;
         return BRAID_OK;
+    }
+    if (n->op == BD_OP_MaxUnpool) {
+        int64_t unpooled[BD_MAX_RANK];
+        if (in[1].dtype != BRAID_DTYPE_INT64 || !bd_shape_equal(&in[1], x))
+            return BD_FAIL(e, in[1].dtype != BRAID_DTYPE_INT64 ? BRAID_ERR_DTYPE : BRAID_ERR_SHAPE,
+                           "input 'I' must be int64 with X's shape (it is %s)", bd_dtype_name(in[1].dtype));
+        return bd_unpool_dims(n, in, n->n_in, out[0].dims, unpooled, e);
     }
     bd_pool_geom g;
     st = bd_pool_geometry(n, x, &g, e);
@@ -165,8 +243,9 @@ braid_status bd_pool_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out
 
 double bd_pool_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out)
 {
-    if (n->op == BD_OP_GlobalAveragePool || n->op == BD_OP_GlobalMaxPool)
-        return (double)bd_numel(&in[0]);
+    if (n->op == BD_OP_GlobalAveragePool || n->op == BD_OP_GlobalMaxPool || n->op == BD_OP_GlobalLpPool ||
+        n->op == BD_OP_MaxUnpool)
+        return (double)bd_numel(&in[0]) * (n->op == BD_OP_GlobalLpPool ? 4 : 1);
     const bd_pool_params *p = n->params;
     double window = 1;
     for (int i = 0; p && i < p->nsp; i++) window *= (double)p->kernel[i];

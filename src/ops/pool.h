@@ -4,6 +4,8 @@
 #ifndef BD_POOL_H
 #define BD_POOL_H
 
+#include <math.h>
+
 #include "ops.h"
 
 #define BD_POOL_MAX_SPATIAL 3
@@ -23,6 +25,7 @@ typedef struct bd_pool_params {
     int64_t pads[2 * BD_POOL_MAX_SPATIAL];   /* (begin0, begin1, ..., end0, end1, ...) */
     int auto_pad;                            /* bd_auto_pad */
     int ceil_mode, count_include_pad, storage_order;
+    double p;                                /* LpPool, GlobalLpPool: the norm's exponent (default 2) */
 } bd_pool_params;
 
 /* The resolved window geometry of one input shape. */
@@ -83,6 +86,37 @@ static inline BD_HOST_DEVICE float bd_pool_argmax(const float *xp, const bd_pool
     *at = bd < 0 ? -1 : col ? bd + bh * w->D + bw * w->D * w->H : (bd * w->H + bh) * w->W + bw;
     return m;
 }
+
+/* LpPool's value of a window: (sum of |x|^p) ^ (1 / p). */
+static inline BD_HOST_DEVICE double bd_pool_lp_term(double v, double p)
+{
+    v = fabs(v);
+    return p == 1.0 ? v : p == 2.0 ? v * v : pow(v, p);
+}
+static inline BD_HOST_DEVICE double bd_pool_lp_root(double s, double p)
+{
+    return p == 1.0 ? s : p == 2.0 ? sqrt(s) : pow(s, 1.0 / p);
+}
+
+/* The lowest value of a pooled dtype: where a max over no taps starts. */
+static inline BD_HOST_DEVICE double bd_pool_lowest(int dtype)
+{
+    switch (dtype) {
+    case BRAID_DTYPE_DOUBLE: return -1.7976931348623157e308;
+    case BRAID_DTYPE_FLOAT16: return -65504.0;
+    case BRAID_DTYPE_BFLOAT16: return -3.3895313892515355e38;
+    case BRAID_DTYPE_INT8: return -128.0;
+    case BRAID_DTYPE_UINT8: return 0.0;
+    default: return -3.402823466e+38;
+    }
+}
+
+/* MaxUnpool: the output dims (from output_shape when given, its values
+ * needed) and the unpooled dims (N, C, (in - 1) stride - pads + kernel)
+ * that the indices address; the values land in the output's leading corner,
+ * as onnx's reference places them. Fails with SHAPE. */
+braid_status bd_unpool_dims(const bd_node *n, const bd_tensor *in, int n_in, int64_t *out_dims,
+                            int64_t *unpooled, bd_err *e);
 
 /* Resolves the geometry of MaxPool / AveragePool for input x (rank nsp + 2):
  * explicit pads from auto_pad, output dims with ceil_mode (the last window

@@ -1,5 +1,5 @@
 /* resize.c: attribute parsing, shape inference and cost of the resize op
- * family (Resize 10-19+, Upsample 7-9): output sizes from scales or sizes,
+ * family (Resize 10-19+, Upsample 1-10): output sizes from scales or sizes,
  * axes and keep_aspect_ratio_policy resolved in one shared helper. */
 #include "resize.h"
 
@@ -64,7 +64,18 @@ braid_status bd_resize_parse(bd_node *n, bd_err *e)
             st = BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "mode 'cubic' needs Resize opset 11 or later");
             goto fail;
         }
-        if (n->op == BD_OP_Upsample && n->opset < 9) {
+        if (n->op == BD_OP_Upsample && n->opset < 7) { /* Upsample-1: (N, C, H, W) by height_scale, width_scale */
+            float hs = 0, ws = 0;
+            BD_TRY(bd_attr_float(n, "height_scale", 0, &hs, e));
+            BD_TRY(bd_attr_float(n, "width_scale", 0, &ws, e));
+            if (!bd_node_attr(n, "height_scale") || !bd_node_attr(n, "width_scale")) {
+                st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attributes 'height_scale' and 'width_scale' are required");
+                goto fail;
+            }
+            p->n_attr_scales = 4;
+            p->attr_scales[0] = p->attr_scales[1] = 1.0f;
+            p->attr_scales[2] = hs, p->attr_scales[3] = ws;
+        } else if (n->op == BD_OP_Upsample && n->opset < 9) {
             BD_TRY(bd_attr_floats(n, "scales", p->attr_scales, BD_MAX_RANK, &p->n_attr_scales, e));
             if (p->n_attr_scales == 0) {
                 st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'scales' is required");
@@ -226,12 +237,19 @@ braid_status bd_resize_geometry(const bd_node *n, const bd_tensor *in, int n_in,
 
 braid_status bd_resize_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
 {
-    braid_status st = bd_expect_dtype(&in[0], "input 'X'", e, BRAID_DTYPE_FLOAT, 0);
+    const bd_resize_params *p = n->params;
+    const int dt = in[0].dtype;
+    braid_status st = bd_expect_dtype(&in[0], "input 'X'", e, BRAID_DTYPE_FLOAT, BRAID_DTYPE_DOUBLE,
+                                      BRAID_DTYPE_FLOAT16, BRAID_DTYPE_BFLOAT16, BRAID_DTYPE_INT8, BRAID_DTYPE_INT16,
+                                      BRAID_DTYPE_INT32, BRAID_DTYPE_INT64, BRAID_DTYPE_UINT8, BRAID_DTYPE_UINT16,
+                                      BRAID_DTYPE_UINT32, BRAID_DTYPE_UINT64, BRAID_DTYPE_BOOL, 0);
     if (st != BRAID_OK) return st;
+    if (dt == BRAID_DTYPE_BOOL && p->mode != BD_RESIZE_NEAREST)
+        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "a bool input can only be resized with mode 'nearest'");
     bd_resize_geom g;
     st = bd_resize_geometry(n, in, n->n_in, &g, e);
     if (st != BRAID_OK) return st;
-    out[0].dtype = BRAID_DTYPE_FLOAT;
+    out[0].dtype = dt;
     out[0].rank = g.rank;
     for (int d = 0; d < g.rank; d++) out[0].dims[d] = g.out[d];
     return BRAID_OK;

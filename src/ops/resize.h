@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "ops.h"
+#include "util/dtype.h"
 
 typedef enum bd_resize_mode {
     BD_RESIZE_NEAREST = 0,
@@ -126,6 +127,32 @@ static inline int bd_resize_taps(const bd_resize_params *p, double scale)
     if (!p->antialias || scale >= 1.0) return (int)(2 * support);
     int64_t start = (int64_t)floor(-support / scale) + 1;
     return (int)(2 - 2 * start);
+}
+
+/* Stores v (computed in float or double) as element i of a buffer of dtype
+ * dt: floats round to nearest, integers round half to even and saturate (as
+ * onnx's reference: saturate_cast of np.round), bool is v != 0. */
+static inline BD_HOST_DEVICE void bd_resize_store(void *p, int dt, int64_t i, double v)
+{
+    double r = rint(v);
+#define BD_RS_SAT(T, lo, hi) ((T *)p)[i] = r <= (double)(lo) ? (T)(lo) : r >= (double)(hi) ? (T)(hi) : (T)r
+    switch (dt) {
+    case BRAID_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
+    case BRAID_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
+    case BRAID_DTYPE_FLOAT16: ((uint16_t *)p)[i] = bd_float_to_half((float)v); break;
+    case BRAID_DTYPE_BFLOAT16: ((uint16_t *)p)[i] = bd_float_to_bf16((float)v); break;
+    case BRAID_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case BRAID_DTYPE_INT8: BD_RS_SAT(int8_t, -128, 127); break;
+    case BRAID_DTYPE_UINT8: BD_RS_SAT(uint8_t, 0, 255); break;
+    case BRAID_DTYPE_INT16: BD_RS_SAT(int16_t, -32768, 32767); break;
+    case BRAID_DTYPE_UINT16: BD_RS_SAT(uint16_t, 0, 65535); break;
+    case BRAID_DTYPE_INT32: BD_RS_SAT(int32_t, -2147483647 - 1, 2147483647); break;
+    case BRAID_DTYPE_UINT32: BD_RS_SAT(uint32_t, 0, 4294967295u); break;
+    case BRAID_DTYPE_INT64: BD_RS_SAT(int64_t, -9223372036854775807LL - 1, 9223372036854775807LL); break;
+    case BRAID_DTYPE_UINT64: BD_RS_SAT(uint64_t, 0, 18446744073709551615ull); break;
+    default: break;
+    }
+#undef BD_RS_SAT
 }
 
 #endif /* BD_RESIZE_H */

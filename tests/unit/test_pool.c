@@ -2,10 +2,16 @@
  * (values and Indices, both storage orders), AveragePool with
  * count_include_pad 0 and 1 on a padded 3x3 input, ceil_mode output sizes
  * (including the rule that the last window starts inside the input or the
- * left pad), global pools, and the errors for bad dtypes and attributes. */
+ * left pad), global pools, and the errors for bad dtypes and attributes;
+ * LpPool (p 1, 2, 3 and a float p, pads, dilations, ceil_mode), GlobalLpPool,
+ * MaxUnpool (with and without output_shape, repeated and bad indices), and
+ * the dtypes beyond float32: MaxPool on int8/uint8 with Indices, double,
+ * float16 and bfloat16 pools. */
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
+#include "util/dtype.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #define MAX_ATTRS 8
@@ -13,7 +19,7 @@
 typedef struct test_node {
     bd_node n;
     bd_attr attrs[MAX_ATTRS];
-    int in[1], out[2];
+    int in[3], out[2];
 } test_node;
 
 static void node_init(test_node *t, int op, int n_out)
@@ -72,15 +78,225 @@ static braid_status run(test_node *t, bd_tensor *x, bd_tensor *out, bd_err *e)
     for (int i = 0; i < t->n.n_out; i++) {
         out[i].data = calloc((size_t)bd_numel(&out[i]), bd_dtype_size(out[i].dtype));
     }
-    bd_kernel k = {&t->n, x, 1, out, t->n.n_out, 1, e};
+    bd_kernel k = {&t->n, x, t->n.n_in, out, t->n.n_out, 1, e};
     return bd_cpu_run(&k);
 }
 
 static void done(test_node *t, bd_tensor *out)
 {
-    for (int i = 0; i < t->n.n_out; i++) free(out[i].data);
+    for (int i = 0; i < t->n.n_out; i++) free(out[i].data), out[i].data = NULL;
     bd_free(t->n.params);
     t->n.params = NULL;
+}
+
+static void attr_float(test_node *t, const char *name, float v)
+{
+    bd_attr *a = &t->attrs[t->n.n_attrs++];
+    a->name = (char *)name;
+    a->type = BD_ATTR_FLOAT;
+    a->f = v;
+}
+
+/* LpPool, GlobalLpPool, MaxUnpool and the dtypes beyond float32. */
+static void more_pools(void)
+{
+    bd_err e = {0};
+    test_node t;
+    bd_tensor out[2];
+    static const int64_t k22[] = {2, 2}, s22[] = {2, 2}, s11[] = {1, 1}, d22[] = {2, 2}, p0101[] = {0, 0, 1, 1};
+
+    /* LpPool 2x2 stride 1 on x = (1, -2, 3; -4, 5, -6; 7, -8, 9): window sums of
+     * |x|^p: p 1: 12, 16, 24, 28; p 2: sqrt(46), sqrt(74), sqrt(154), sqrt(206);
+     * p 3: cbrt(1 + 8 + 64 + 125) = cbrt(198), ...; float p 1.5 (opset 1). */
+    float x9[9] = {1, -2, 3, -4, 5, -6, 7, -8, 9};
+    const double want_p[4][4] = {{12, 16, 24, 28},
+                                 {sqrt(46.0), sqrt(74.0), sqrt(154.0), sqrt(206.0)},
+                                 {cbrt(198.0), cbrt(8 + 27 + 125 + 216.0), cbrt(64 + 125 + 343 + 512.0),
+                                  cbrt(125 + 216 + 512 + 729.0)},
+                                 {0, 0, 0, 0}};
+    for (int q = 0; q < 4; q++) {
+        node_init(&t, BD_OP_LpPool, 1);
+        t.n.opset = q == 3 ? 1 : 18;
+        attr_ints(&t, "kernel_shape", 2, k22);
+        attr_ints(&t, "strides", 2, s11);
+        if (q == 3) attr_float(&t, "p", 1.5f);
+        else attr_int(&t, "p", q + 1);
+        bd_tensor x = tensor4(1, 1, 3, 3, x9);
+        memset(out, 0, sizeof out);
+        CHECK_EQ_INT(run(&t, &x, out, &e), BRAID_OK);
+        CHECK_EQ_INT(out[0].dims[2], 2);
+        for (int i = 0; i < 4; i++) {
+            double want = want_p[q][i];
+            if (q == 3) { /* the window (r, c) .. (r + 1, c + 1) */
+                int r = i / 2, c = i % 2;
+                want = 0;
+                for (int a = 0; a < 2; a++)
+                    for (int b = 0; b < 2; b++) want += pow(fabs(x9[(r + a) * 3 + c + b]), 1.5);
+                want = pow(want, 1 / 1.5);
+            }
+            CHECK_NEAR(((float *)out[0].data)[i], want, 1e-5, 1e-6);
+        }
+        done(&t, out);
+    }
+    /* pads (zeros add nothing), dilations and ceil_mode: 3x3 input, kernel 2x2
+     * dilated 2 (extent 3), stride 2, pads end 1: windows at 0 and 2, the
+     * second only partly inside: (1, 3, 7, 9) -> sqrt(140); (3, 9) -> sqrt(90);
+     * (7, 9) -> sqrt(130); (9) -> 9. */
+    node_init(&t, BD_OP_LpPool, 1);
+    attr_ints(&t, "kernel_shape", 2, k22);
+    attr_ints(&t, "strides", 2, s22);
+    attr_ints(&t, "dilations", 2, d22);
+    attr_ints(&t, "pads", 4, p0101);
+    attr_int(&t, "ceil_mode", 1);
+    bd_tensor x3 = tensor4(1, 1, 3, 3, x9);
+    memset(out, 0, sizeof out);
+    CHECK_EQ_INT(run(&t, &x3, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dims[2], 2);
+    CHECK_EQ_INT(out[0].dims[3], 2);
+    const double want_d[4] = {sqrt(140.0), sqrt(90.0), sqrt(130.0), 9};
+    for (int i = 0; i < 4; i++) CHECK_NEAR(((float *)out[0].data)[i], want_d[i], 1e-5, 1e-6);
+    done(&t, out);
+    node_init(&t, BD_OP_LpPool, 1);
+    attr_ints(&t, "kernel_shape", 2, k22);
+    attr_int(&t, "p", 0);
+    CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "'p' is 0");
+    done(&t, out);
+
+    /* GlobalLpPool (p 2, double) over 2 channels of 2x2. */
+    double xd8[8] = {3, 4, 0, 0, 1, -1, 1, -1};
+    node_init(&t, BD_OP_GlobalLpPool, 1);
+    bd_tensor xg = {BRAID_DTYPE_DOUBLE, 4, {1, 2, 2, 2}, xd8};
+    memset(out, 0, sizeof out);
+    CHECK_EQ_INT(run(&t, &xg, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dtype, BRAID_DTYPE_DOUBLE);
+    CHECK_NEAR(((double *)out[0].data)[0], 5, 1e-15, 0);
+    CHECK_NEAR(((double *)out[0].data)[1], 2, 1e-15, 0);
+    done(&t, out);
+
+    /* MaxPool on int8 with Indices: -128 and the window maxima, ties to the first. */
+    int8_t xi8[16] = {-128, -5, 3, 3, -7, -9, 3, 2, 100, 127, -1, -1, 0, 126, -1, -2};
+    node_init(&t, BD_OP_MaxPool, 2);
+    attr_ints(&t, "kernel_shape", 2, k22);
+    attr_ints(&t, "strides", 2, s22);
+    bd_tensor xi = tensor4(1, 1, 4, 4, NULL);
+    xi.dtype = BRAID_DTYPE_INT8;
+    xi.data = xi8;
+    memset(out, 0, sizeof out);
+    CHECK_EQ_INT(run(&t, &xi, out, &e), BRAID_OK);
+    CHECK_EQ_INT(out[0].dtype, BRAID_DTYPE_INT8);
+    const int8_t want_i8[4] = {-5, 3, 127, -1};
+    const int64_t want_ix[4] = {1, 2, 9, 10};
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ_INT(((int8_t *)out[0].data)[i], want_i8[i]);
+        CHECK_EQ_INT(((int64_t *)out[1].data)[i], want_ix[i]);
+    }
+    done(&t, out);
+    /* storage_order 1: the same maxima at column-major indices (row + 4 col) */
+    node_init(&t, BD_OP_MaxPool, 2);
+    attr_ints(&t, "kernel_shape", 2, k22);
+    attr_ints(&t, "strides", 2, s22);
+    attr_int(&t, "storage_order", 1);
+    memset(out, 0, sizeof out);
+    CHECK_EQ_INT(run(&t, &xi, out, &e), BRAID_OK);
+    const int64_t want_cm[4] = {4, 8, 6, 10};
+    for (int i = 0; i < 4; i++) CHECK_EQ_INT(((int64_t *)out[1].data)[i], want_cm[i]);
+    done(&t, out);
+    uint8_t xu8[4] = {200, 255, 0, 17};
+    node_init(&t, BD_OP_MaxPool, 1);
+    attr_ints(&t, "kernel_shape", 2, k22);
+    bd_tensor xu = {BRAID_DTYPE_UINT8, 4, {1, 1, 2, 2}, xu8};
+    memset(out, 0, sizeof out);
+    CHECK_EQ_INT(run(&t, &xu, out, &e), BRAID_OK);
+    CHECK_EQ_INT(((uint8_t *)out[0].data)[0], 255);
+    done(&t, out);
+
+    /* double AveragePool with count_include_pad and ceil_mode (the 1-D case of
+     * the float test above: 1, 3, 2) and float16/bfloat16 (rounded once). */
+    double xd4[4] = {1, 2, 3, 4};
+    static const int64_t k3[] = {3}, s2[] = {2}, p11[] = {1, 1};
+    node_init(&t, BD_OP_AveragePool, 1);
+    attr_ints(&t, "kernel_shape", 1, k3);
+    attr_ints(&t, "strides", 1, s2);
+    attr_ints(&t, "pads", 2, p11);
+    attr_int(&t, "ceil_mode", 1);
+    attr_int(&t, "count_include_pad", 1);
+    bd_tensor x1 = {BRAID_DTYPE_DOUBLE, 3, {1, 1, 4}, xd4};
+    memset(out, 0, sizeof out);
+    CHECK_EQ_INT(run(&t, &x1, out, &e), BRAID_OK);
+    const double want_a[3] = {1, 3, 2};
+    for (int i = 0; i < 3; i++) CHECK_NEAR(((double *)out[0].data)[i], want_a[i], 1e-15, 0);
+    done(&t, out);
+    for (int bf = 0; bf < 2; bf++) {
+        uint16_t h[4];
+        /* float16: (1 + 2 + 4 + 2050) / 4 = 514.25, a tie between float16's 514 and 514.5: 514 */
+        const float hv[4] = {1, 2, 4, 2050};
+        for (int i = 0; i < 4; i++) h[i] = bf ? bd_float_to_bf16(hv[i]) : bd_float_to_half(hv[i]);
+        node_init(&t, BD_OP_GlobalAveragePool, 1);
+        bd_tensor xh = {bf ? BRAID_DTYPE_BFLOAT16 : BRAID_DTYPE_FLOAT16, 4, {1, 1, 2, 2}, h};
+        memset(out, 0, sizeof out);
+        CHECK_EQ_INT(run(&t, &xh, out, &e), BRAID_OK);
+        float got = bf ? bd_bf16_to_float(((uint16_t *)out[0].data)[0]) : bd_half_to_float(((uint16_t *)out[0].data)[0]);
+        /* bfloat16 holds 2050 as 2048: (1 + 2 + 4 + 2048) / 4 = 513.75 -> 512 */
+        CHECK_NEAR(got, bf ? 512.0f : 514.0f, 0, 0);
+        done(&t, out);
+    }
+
+    /* MaxUnpool: 2x2 values at indices of a 4x4 image; with output_shape
+     * (1, 1, 5, 5) they keep their 4x4 positions in its corner (onnx's
+     * reference); a repeated index keeps the later value. */
+    float xv[4] = {5, 6, 7, 8};
+    int64_t ind[4] = {5, 7, 13, 15}, dup[4] = {5, 5, 13, 0}, bad[4] = {5, 7, 16, 0}, oshape[4] = {1, 1, 5, 5};
+    bd_tensor uin[3] = {tensor4(1, 1, 2, 2, xv), {BRAID_DTYPE_INT64, 4, {1, 1, 2, 2}, ind},
+                        {BRAID_DTYPE_INT64, 1, {4}, oshape}};
+    for (int with = 0; with < 2; with++) {
+        node_init(&t, BD_OP_MaxUnpool, 1);
+        t.n.n_in = with ? 3 : 2;
+        attr_ints(&t, "kernel_shape", 2, k22);
+        attr_ints(&t, "strides", 2, s22);
+        memset(out, 0, sizeof out);
+        CHECK_EQ_INT(run(&t, uin, out, &e), BRAID_OK);
+        int64_t W = with ? 5 : 4;
+        CHECK_EQ_INT(out[0].dims[2], W);
+        CHECK_EQ_INT(out[0].dims[3], W);
+        for (int64_t i = 0; i < W * W; i++) {
+            int64_t r = i / W, c = i % W;
+            float want = r == 1 && c == 1 ? 5 : r == 1 && c == 3 ? 6 : r == 3 && c == 1 ? 7 : r == 3 && c == 3 ? 8 : 0;
+            CHECK_NEAR(((float *)out[0].data)[i], want, 0, 0);
+        }
+        done(&t, out);
+    }
+    uin[1].data = dup;
+    node_init(&t, BD_OP_MaxUnpool, 1);
+    t.n.n_in = 2;
+    attr_ints(&t, "kernel_shape", 2, k22);
+    attr_ints(&t, "strides", 2, s22);
+    memset(out, 0, sizeof out);
+    CHECK_EQ_INT(run(&t, uin, out, &e), BRAID_OK);
+    CHECK_NEAR(((float *)out[0].data)[5], 6, 0, 0);
+    CHECK_NEAR(((float *)out[0].data)[0], 8, 0, 0);
+    CHECK_NEAR(((float *)out[0].data)[13], 7, 0, 0);
+    done(&t, out);
+    uin[1].data = bad;
+    node_init(&t, BD_OP_MaxUnpool, 1);
+    t.n.n_in = 2;
+    attr_ints(&t, "kernel_shape", 2, k22);
+    attr_ints(&t, "strides", 2, s22);
+    memset(out, 0, sizeof out);
+    CHECK_EQ_INT(run(&t, uin, out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "index 2 of I is 16");
+    done(&t, out);
+    int64_t small[4] = {1, 1, 3, 5};
+    uin[1].data = ind;
+    uin[2].data = small;
+    node_init(&t, BD_OP_MaxUnpool, 1);
+    t.n.n_in = 3;
+    attr_ints(&t, "kernel_shape", 2, k22);
+    attr_ints(&t, "strides", 2, s22);
+    memset(out, 0, sizeof out);
+    CHECK_EQ_INT(run(&t, uin, out, &e), BRAID_ERR_SHAPE);
+    CHECK_CONTAINS(e.msg, "output_shape[2] = 3 is smaller than the unpooled size 4");
+    done(&t, out);
 }
 
 int main(void)
@@ -233,5 +449,6 @@ int main(void)
     CHECK_CONTAINS(e.msg, "auto_pad");
     done(&t, out);
 
+    more_pools();
     return check_done();
 }

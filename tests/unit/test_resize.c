@@ -1,9 +1,13 @@
 /* test_resize.c: the resize family on hand-computed numbers: nearest 2x
  * upsampling with asymmetric coordinates, linear half_pixel 2x upsampling,
  * tf_crop_and_resize with extrapolation, keep_aspect_ratio_policy sizes,
- * Upsample-7, and the errors for missing or unknown scales and sizes. */
+ * Upsample-7, and the errors for missing or unknown scales and sizes; the
+ * dtypes beyond float32: integers rounded half to even and saturated
+ * (against onnx's reference), int64 nearest exact beyond 2^53, bool,
+ * float16, bfloat16 and double. */
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
+#include "util/dtype.h"
 
 #include <stdlib.h>
 
@@ -65,7 +69,7 @@ static braid_status run(test_node *t, bd_tensor *in, bd_tensor *out, bd_err *e)
     memset(out, 0, sizeof *out);
     st = bd_op_infer(&t->n, in, out, e);
     if (st != BRAID_OK) return st;
-    out->data = calloc((size_t)bd_numel(out) + 1, sizeof(float));
+    out->data = calloc((size_t)bd_numel(out) + 1, bd_dtype_size(out->dtype) > 4 ? 8 : 4);
     bd_kernel k = {&t->n, in, t->n.n_in, out, 1, 1, e};
     return bd_cpu_run(&k);
 }
@@ -76,6 +80,138 @@ static void done(test_node *t, bd_tensor *out)
     out->data = NULL;
     bd_free(t->n.params);
     t->n.params = NULL;
+}
+
+static bd_tensor tensor4(int dt, int64_t n, int64_t c, int64_t h, int64_t w, void *data)
+{
+    bd_tensor t = {dt, 4, {n, c, h, w}, data};
+    return t;
+}
+
+static void resize_dtypes(void)
+{
+    bd_err e = {0};
+    test_node t;
+    bd_tensor out;
+    float sc2[4] = {1, 1, 1, 2}, sc15[4] = {1, 1, 1.5f, 2}, sc04[4] = {1, 1, 1, 0.4f};
+
+    /* uint8 linear (half_pixel) 2x on (10, 12): the two middle points are
+     * 10.5 and 11.5, which round half to even: 10 and 12 (not 11, 12). */
+    uint8_t u[2] = {10, 12};
+    node_init(&t, BD_OP_Resize, 19, 3);
+    attr_str(&t, "mode", "linear");
+    bd_tensor in_u[3] = {tensor4(BRAID_DTYPE_UINT8, 1, 1, 1, 2, u), none, vec_f(4, sc2)};
+    CHECK_EQ_INT(run(&t, in_u, &out, &e), BRAID_OK);
+    CHECK_EQ_INT(out.dtype, BRAID_DTYPE_UINT8);
+    const uint8_t want_u[4] = {10, 10, 12, 12};
+    for (int i = 0; i < 4; i++) CHECK_EQ_INT(((uint8_t *)out.data)[i], want_u[i]);
+    done(&t, &out);
+
+    /* Against onnx.reference (onnx 1.23.2), Resize-19 with roi = [] and:
+     *   uint8 (0, 255, 255, 0, 40) (1,1,1,5), scales (1,1,1,2), mode cubic
+     *     -> [0, 58, 197, 255, 255, 196, 54, 0, 22, 44]   (the overshoot saturates)
+     *   int8 (-100, 50, 127, -128, 3, -7) (1,1,2,3), scales (1,1,1.5,2), mode linear
+     *     -> [-100, -62, 12, 69, 108, 127, -114, -79, -9, 35, 52, 60, -128, -95, -30, 0, -4, -7]
+     *   int32 1000 * arange(12) - 5000 (1,1,1,12), scales (1,1,1,0.4), linear, antialias 1
+     *     -> [-4120, -1760, 760, 3240] */
+    uint8_t uc[5] = {0, 255, 255, 0, 40};
+    node_init(&t, BD_OP_Resize, 19, 3);
+    attr_str(&t, "mode", "cubic");
+    bd_tensor in_c[3] = {tensor4(BRAID_DTYPE_UINT8, 1, 1, 1, 5, uc), none, vec_f(4, sc2)};
+    CHECK_EQ_INT(run(&t, in_c, &out, &e), BRAID_OK);
+    const uint8_t want_c[10] = {0, 58, 197, 255, 255, 196, 54, 0, 22, 44};
+    for (int i = 0; i < 10; i++) CHECK_EQ_INT(((uint8_t *)out.data)[i], want_c[i]);
+    done(&t, &out);
+    int8_t i8[6] = {-100, 50, 127, -128, 3, -7};
+    node_init(&t, BD_OP_Resize, 19, 3);
+    attr_str(&t, "mode", "linear");
+    bd_tensor in_8[3] = {tensor4(BRAID_DTYPE_INT8, 1, 1, 2, 3, i8), none, vec_f(4, sc15)};
+    CHECK_EQ_INT(run(&t, in_8, &out, &e), BRAID_OK);
+    CHECK_EQ_INT(out.dims[2], 3);
+    CHECK_EQ_INT(out.dims[3], 6);
+    const int8_t want_8[18] = {-100, -62, 12, 69, 108, 127, -114, -79, -9, 35, 52, 60, -128, -95, -30, 0, -4, -7};
+    for (int i = 0; i < 18; i++) CHECK_EQ_INT(((int8_t *)out.data)[i], want_8[i]);
+    done(&t, &out);
+    int32_t i32[12];
+    for (int i = 0; i < 12; i++) i32[i] = 1000 * i - 5000;
+    node_init(&t, BD_OP_Resize, 19, 3);
+    attr_str(&t, "mode", "linear");
+    attr(&t, "antialias", BD_ATTR_INT)->i = 1;
+    bd_tensor in_32[3] = {tensor4(BRAID_DTYPE_INT32, 1, 1, 1, 12, i32), none, vec_f(4, sc04)};
+    CHECK_EQ_INT(run(&t, in_32, &out, &e), BRAID_OK);
+    const int32_t want_32[4] = {-4120, -1760, 760, 3240};
+    for (int i = 0; i < 4; i++) CHECK_EQ_INT(((int32_t *)out.data)[i], want_32[i]);
+    done(&t, &out);
+
+    /* int64 nearest copies exactly, beyond double's 53 bits; bool nearest;
+     * bool linear is refused. */
+    int64_t big[2] = {(1LL << 62) + 1, -(1LL << 60) - 3};
+    node_init(&t, BD_OP_Resize, 19, 3);
+    bd_tensor in_big[3] = {tensor4(BRAID_DTYPE_INT64, 1, 1, 1, 2, big), none, vec_f(4, sc2)};
+    CHECK_EQ_INT(run(&t, in_big, &out, &e), BRAID_OK);
+    for (int i = 0; i < 4; i++) CHECK(((int64_t *)out.data)[i] == big[i / 2]);
+    done(&t, &out);
+    uint8_t b[2] = {1, 0};
+    node_init(&t, BD_OP_Resize, 19, 3);
+    bd_tensor in_b[3] = {tensor4(BRAID_DTYPE_BOOL, 1, 1, 1, 2, b), none, vec_f(4, sc2)};
+    CHECK_EQ_INT(run(&t, in_b, &out, &e), BRAID_OK);
+    for (int i = 0; i < 4; i++) CHECK_EQ_INT(((uint8_t *)out.data)[i], b[i / 2]);
+    done(&t, &out);
+    node_init(&t, BD_OP_Resize, 19, 3);
+    attr_str(&t, "mode", "linear");
+    CHECK_EQ_INT(run(&t, in_b, &out, &e), BRAID_ERR_UNSUPPORTED);
+    CHECK_CONTAINS(e.msg, "bool");
+    done(&t, &out);
+
+    /* float16, bfloat16 and double: linear 2x of (1, 2): 1, 1.25, 1.75, 2
+     * (exact in every dtype); double keeps 1/3-scale precision. */
+    for (int k = 0; k < 3; k++) {
+        uint16_t h[2];
+        double dv[2] = {1, 2};
+        int dt = k == 0 ? BRAID_DTYPE_FLOAT16 : k == 1 ? BRAID_DTYPE_BFLOAT16 : BRAID_DTYPE_DOUBLE;
+        h[0] = k == 0 ? bd_float_to_half(1) : bd_float_to_bf16(1);
+        h[1] = k == 0 ? bd_float_to_half(2) : bd_float_to_bf16(2);
+        node_init(&t, BD_OP_Resize, 19, 3);
+        attr_str(&t, "mode", "linear");
+        bd_tensor in_h[3] = {tensor4(dt, 1, 1, 1, 2, k == 2 ? (void *)dv : h), none, vec_f(4, sc2)};
+        CHECK_EQ_INT(run(&t, in_h, &out, &e), BRAID_OK);
+        CHECK_EQ_INT(out.dtype, dt);
+        const double want[4] = {1, 1.25, 1.75, 2};
+        for (int i = 0; i < 4; i++) {
+            double got = k == 2 ? ((double *)out.data)[i]
+                                : k == 0 ? bd_half_to_float(((uint16_t *)out.data)[i])
+                                         : bd_bf16_to_float(((uint16_t *)out.data)[i]);
+            CHECK_NEAR(got, want[i], 0, 0);
+        }
+        done(&t, &out);
+    }
+    /* Upsample-1: height_scale 2, width_scale 3, nearest, on (1, 2; 3, 4) */
+    float up[4] = {1, 2, 3, 4};
+    node_init(&t, BD_OP_Upsample, 1, 1);
+    attr(&t, "height_scale", BD_ATTR_FLOAT)->f = 2.0f;
+    attr(&t, "width_scale", BD_ATTR_FLOAT)->f = 3.0f;
+    bd_tensor in_up[1] = {tensor4(BRAID_DTYPE_FLOAT, 1, 1, 2, 2, up)};
+    CHECK_EQ_INT(run(&t, in_up, &out, &e), BRAID_OK);
+    CHECK_EQ_INT(out.dims[2], 4);
+    CHECK_EQ_INT(out.dims[3], 6);
+    for (int i = 0; i < 24; i++) CHECK_NEAR(((float *)out.data)[i], up[(i / 6 / 2) * 2 + (i % 6) / 3], 0, 0);
+    done(&t, &out);
+    node_init(&t, BD_OP_Upsample, 6, 1);
+    attr(&t, "height_scale", BD_ATTR_FLOAT)->f = 2.0f;
+    CHECK_EQ_INT(run(&t, in_up, &out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "'width_scale' are required");
+    done(&t, &out);
+
+    /* double at scale 3: the points 1/3 and 2/3 of the way, to double precision */
+    double d3[2] = {0, 1};
+    float sc3[4] = {1, 1, 1, 3};
+    node_init(&t, BD_OP_Resize, 19, 3);
+    attr_str(&t, "mode", "linear");
+    attr_str(&t, "coordinate_transformation_mode", "align_corners");
+    bd_tensor in_d[3] = {tensor4(BRAID_DTYPE_DOUBLE, 1, 1, 1, 2, d3), none, vec_f(4, sc3)};
+    CHECK_EQ_INT(run(&t, in_d, &out, &e), BRAID_OK);
+    for (int i = 0; i < 6; i++) CHECK_NEAR(((double *)out.data)[i], i / 5.0, 1e-15, 0);
+    done(&t, &out);
 }
 
 int main(void)
@@ -177,7 +313,7 @@ int main(void)
     CHECK_CONTAINS(e.msg, "'scales' must be known");
     done(&t, &out);
 
-    /* Both given, a wrong count, a bad mode, int data. */
+    /* Both given, a wrong count, a bad mode, string data. */
     node_init(&t, BD_OP_Resize, 19, 4);
     bd_tensor in_both[4] = {in[0], none, vec_f(4, s2), vec_i64(4, sz)};
     CHECK_EQ_INT(run(&t, in_both, &out, &e), BRAID_ERR_INVALID_MODEL);
@@ -186,9 +322,9 @@ int main(void)
     CHECK_EQ_INT(run(&t, in_short, &out, &e), BRAID_ERR_SHAPE);
     CHECK_CONTAINS(e.msg, "'scales' has 2 values, expected 4");
     bd_tensor in_int[4] = {in[0], none, vec_f(4, s2), none};
-    in_int[0].dtype = BRAID_DTYPE_INT32;
+    in_int[0].dtype = BRAID_DTYPE_STRING;
     CHECK_EQ_INT(run(&t, in_int, &out, &e), BRAID_ERR_UNSUPPORTED);
-    CHECK_CONTAINS(e.msg, "int32");
+    CHECK_CONTAINS(e.msg, "string");
     done(&t, &out);
     node_init(&t, BD_OP_Resize, 19, 3);
     attr_str(&t, "mode", "area");
@@ -196,5 +332,6 @@ int main(void)
     CHECK_CONTAINS(e.msg, "attribute 'mode' is 'area'");
     done(&t, &out);
 
+    resize_dtypes();
     return check_done();
 }

@@ -62,10 +62,10 @@ void bd_set_f64(bd_tensor *t, int64_t i, double v)
     case BRAID_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)v; break;
     case BRAID_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
     case BRAID_DTYPE_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
+    case BRAID_DTYPE_FLOAT16: ((uint16_t *)t->data)[i] = bd_float_to_half((float)v); break;
     case BRAID_DTYPE_UINT16: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
     case BRAID_DTYPE_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)v; break;
     case BRAID_DTYPE_UINT64: ((uint64_t *)t->data)[i] = (uint64_t)v; break;
-    case BRAID_DTYPE_FLOAT16: ((uint16_t *)t->data)[i] = bd_float_to_half((float)v); break;
     case BRAID_DTYPE_INT4: case BRAID_DTYPE_INT2: ((int8_t *)t->data)[i] = (int8_t)v; break;
     case BRAID_DTYPE_UINT4: case BRAID_DTYPE_UINT2: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
     default:

@@ -1,10 +1,15 @@
 /* pool.c: CPU kernels of the pool op family: MaxPool (with optional Indices),
  * AveragePool, GlobalAveragePool and GlobalMaxPool on fp32, NC + 1-3 spatial
- * dims. 1-D and 2-D windows run as 3-D ones with unit leading dims. */
+ * dims. 1-D and 2-D windows run as 3-D ones with unit leading dims. LpPool,
+ * GlobalLpPool and the other dtypes (double, float16, bfloat16, MaxPool's
+ * int8/uint8) run a plain path that accumulates in double over the same
+ * window tables (each output rounded once); MaxUnpool scatters. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/parallel.h"
 #include "ops/pool.h"
 
 #include <float.h>
+#include <math.h>
 #include <string.h>
 
 /* Per spatial axis and output position: the first valid input index of the
@@ -183,18 +188,156 @@ static braid_status global_pool(const bd_kernel *k)
     return BRAID_OK;
 }
 
+/* ---- the plain path: any dtype, LpPool ---------------------------------------- */
+
+typedef struct gen_job {
+    const bd_node *n;
+    axis_tab t[3];
+    int64_t L[3], O[3], DL[3];
+    const bd_tensor *x;
+    bd_tensor *y;
+    int64_t *ind; /* MaxPool's Indices, or NULL */
+} gen_job;
+
+static void gen_planes(void *vj, int64_t begin, int64_t end)
+{
+    const gen_job *j = vj;
+    const bd_pool_params *p = j->n->params;
+    const int op = j->n->op, col = p->storage_order == 1;
+    const int64_t D = j->L[0], H = j->L[1], W = j->L[2], isz = D * H * W, osz = j->O[0] * j->O[1] * j->O[2];
+    const double lowest = bd_pool_lowest(j->x->dtype);
+    for (int64_t pl = begin; pl < end; pl++)
+        for (int64_t od = 0; od < j->O[0]; od++)
+            for (int64_t oh = 0; oh < j->O[1]; oh++)
+                for (int64_t ow = 0; ow < j->O[2]; ow++) {
+                    const int64_t fd = j->t[0].first[od], cd = j->t[0].count[od], fh = j->t[1].first[oh];
+                    const int64_t ch = j->t[1].count[oh], fw = j->t[2].first[ow], cw = j->t[2].count[ow];
+                    const int64_t o = pl * osz + (od * j->O[1] + oh) * j->O[2] + ow;
+                    double acc = op == BD_OP_MaxPool ? lowest : 0.0;
+                    int64_t at = -1;
+                    for (int64_t a = 0; a < cd; a++)
+                        for (int64_t b = 0; b < ch; b++)
+                            for (int64_t c = 0; c < cw; c++) {
+                                int64_t z = fd + a * j->DL[0], y = fh + b * j->DL[1], x = fw + c * j->DL[2];
+                                double v = bd_get_f64(j->x, pl * isz + (z * H + y) * W + x);
+                                if (op == BD_OP_AveragePool) acc += v;
+                                else if (op == BD_OP_LpPool) acc += bd_pool_lp_term(v, p->p);
+                                else if (v > acc || (j->ind && at < 0)) { /* Indices: the first tap is taken whatever it is */
+                                    acc = v;
+                                    at = col ? z + y * D + x * D * H : (z * H + y) * W + x;
+                                }
+                            }
+                    if (op == BD_OP_AveragePool) {
+                        int64_t div = p->count_include_pad ? j->t[0].npad[od] * j->t[1].npad[oh] * j->t[2].npad[ow]
+                                                           : cd * ch * cw;
+                        acc = div > 0 ? acc / (double)div : 0.0;
+                    } else if (op == BD_OP_LpPool) {
+                        acc = bd_pool_lp_root(acc, p->p);
+                    }
+                    bd_set_f64(j->y, o, acc);
+                    if (j->ind) j->ind[o] = at < 0 ? -1 : pl * isz + at;
+                }
+}
+
+static braid_status window_generic(const bd_kernel *k)
+{
+    braid_status st = BRAID_OK;
+    const bd_node *n = k->node;
+    const bd_pool_params *p = n->params;
+    bd_err *e = k->err;
+    int64_t *buf = NULL;
+    bd_pool_geom g;
+    BD_TRY(bd_pool_geometry(n, &k->in[0], &g, e));
+    gen_job j = {.n = n, .x = &k->in[0], .y = &k->out[0]};
+    j.ind = n->op == BD_OP_MaxPool && k->n_out > 1 ? k->out[1].data : NULL;
+    const int off = BD_POOL_MAX_SPATIAL - g.nsp;
+    int64_t K[3] = {1, 1, 1}, S[3] = {1, 1, 1}, PB[3] = {0, 0, 0}, PE[3] = {0, 0, 0};
+    for (int i = 0; i < 3; i++) j.L[i] = j.O[i] = j.DL[i] = 1;
+    for (int i = 0; i < g.nsp; i++) {
+        j.L[off + i] = g.in[i], j.O[off + i] = g.out[i], K[off + i] = p->kernel[i], S[off + i] = p->strides[i];
+        j.DL[off + i] = p->dilations[i], PB[off + i] = g.pad_begin[i], PE[off + i] = g.pad_end[i];
+    }
+    buf = bd_malloc((size_t)(j.O[0] + j.O[1] + j.O[2]) * 3 * sizeof *buf + 1);
+    BD_CHECK_ALLOC(e, buf);
+    int64_t *q = buf;
+    for (int i = 0; i < 3; i++) {
+        j.t[i].first = q, j.t[i].count = q + j.O[i], j.t[i].npad = q + 2 * j.O[i];
+        q += 3 * j.O[i];
+        fill_axis(&j.t[i], j.O[i], j.L[i], K[i], S[i], j.DL[i], PB[i], PE[i]);
+    }
+    int64_t work = j.O[0] * j.O[1] * j.O[2] * K[0] * K[1] * K[2];
+    bd_parallel_for(k->threads, k->in[0].dims[0] * k->in[0].dims[1], BD_MAX((int64_t)1, 65536 / (work + 1)),
+                    gen_planes, &j);
+fail:
+    bd_free(buf);
+    return st;
+}
+
+static braid_status global_generic(const bd_kernel *k)
+{
+    const bd_tensor *x = &k->in[0];
+    const bd_pool_params *p = k->node->params;
+    const int op = k->node->op;
+    const int64_t planes = x->dims[0] * x->dims[1];
+    int64_t size = 1;
+    for (int i = 2; i < x->rank; i++) size *= x->dims[i];
+    for (int64_t pl = 0; pl < planes; pl++) {
+        double acc = op == BD_OP_GlobalMaxPool ? bd_pool_lowest(x->dtype) : 0.0;
+        for (int64_t i = 0; i < size; i++) {
+            double v = bd_get_f64(x, pl * size + i);
+            if (op == BD_OP_GlobalAveragePool) acc += v;
+            else if (op == BD_OP_GlobalLpPool) acc += bd_pool_lp_term(v, p->p);
+            else acc = v > acc ? v : acc;
+        }
+        if (op == BD_OP_GlobalAveragePool) acc = size > 0 ? acc / (double)size : 0.0;
+        else if (op == BD_OP_GlobalLpPool) acc = bd_pool_lp_root(acc, p->p);
+        bd_set_f64(&k->out[0], pl, acc);
+    }
+    return BRAID_OK;
+}
+
+/* MaxUnpool: y = 0, then each x[i] to the unpooled position I[i] (in order:
+ * a repeated index keeps the last), placed in y's leading corner. */
+static braid_status unpool(const bd_kernel *k)
+{
+    int64_t dims[BD_MAX_RANK], up[BD_MAX_RANK];
+    braid_status st = bd_unpool_dims(k->node, k->in, k->n_in, dims, up, k->err);
+    if (st) return st;
+    const bd_tensor *x = &k->in[0];
+    bd_tensor *y = &k->out[0];
+    const int r = x->rank;
+    const size_t es = bd_dtype_size(x->dtype);
+    const int64_t *ind = k->in[1].data;
+    int64_t total_up = 1, n = bd_numel(x);
+    for (int d = 0; d < r; d++) total_up *= up[d];
+    memset(y->data, 0, (size_t)bd_numel(y) * es);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = ind[i], o = 0, stride = 1;
+        if (v < 0 || v >= total_up)
+            return BD_FAIL(k->err, BRAID_ERR_INVALID_MODEL, "index %lld of I is %lld, outside the %lld unpooled values",
+                           (long long)i, (long long)v, (long long)total_up);
+        for (int d = r - 1; d >= 0; d--) { /* the unpooled coordinates, then y's offset */
+            o += (v % up[d]) * stride;
+            v /= up[d];
+            stride *= y->dims[d];
+        }
+        memcpy((char *)y->data + (size_t)o * es, (const char *)x->data + (size_t)i * es, es);
+    }
+    return BRAID_OK;
+}
+
 braid_status bd_cpu_pool(const bd_kernel *k)
 {
-    if (k->in[0].dtype != BRAID_DTYPE_FLOAT)
-        return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "input 'X' has dtype %s; only float32 is supported",
-                       bd_dtype_name(k->in[0].dtype));
-    switch (k->node->op) {
+    const int op = k->node->op, f32 = k->in[0].dtype == BRAID_DTYPE_FLOAT;
+    switch (op) {
     case BD_OP_MaxPool:
-    case BD_OP_AveragePool: return window_pool(k);
+    case BD_OP_AveragePool: return f32 ? window_pool(k) : window_generic(k);
+    case BD_OP_LpPool: return window_generic(k);
     case BD_OP_GlobalAveragePool:
-    case BD_OP_GlobalMaxPool: return global_pool(k);
+    case BD_OP_GlobalMaxPool: return f32 ? global_pool(k) : global_generic(k);
+    case BD_OP_GlobalLpPool: return global_generic(k);
+    case BD_OP_MaxUnpool: return unpool(k);
     default:
-        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the pool family",
-                       k->node->op_type);
+        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the pool family", k->node->op_type);
     }
 }

@@ -1,7 +1,11 @@
-/* resize.c: CPU kernels of the resize op family (Resize, Upsample) on fp32.
+/* resize.c: CPU kernels of the resize op family (Resize, Upsample).
  * Each axis gets a table of taps (input offsets and weights) per output
  * position: nearest 1, linear 2, cubic 4, more with antialias. The common
- * case, resizing the last one or two axes, runs a plain 2-D loop over it. */
+ * case, resizing the last one or two axes, runs a plain 2-D loop over it.
+ * fp32 runs that path; float16 and bfloat16 run it on float32 copies (each
+ * output rounded once); double and the integer types interpolate in double
+ * (integers rounded half to even and saturated, as onnx's reference); nearest
+ * on integer and bool tensors copies elements. */
 #include "backend/cpu/cpu_ops.h"
 #include "ops/resize.h"
 
@@ -13,6 +17,7 @@ typedef struct rs_axis {
     int64_t *idx;       /* (out, taps): input index times the axis's input stride */
     float *w;           /* (out, taps) */
     unsigned char *ext; /* (out): 1 where tf_crop_and_resize extrapolates; NULL if never */
+    double *wd;         /* (out, taps): the weights in double, or NULL (fp32 runs) */
 } rs_axis;
 
 /* The source coordinate of output position o on axis d. */
@@ -59,6 +64,7 @@ static void fill_axis(const bd_resize_params *p, const bd_resize_geom *g, int d,
             int64_t i = bd_resize_nearest_index(p->nearest, x, down);
             idx[0] = BD_MIN(BD_MAX(i, 0), L - 1) * stride;
             w[0] = 1.0f;
+            if (a->wd) a->wd[o] = 1.0;
             continue;
         }
         /* The n input positions nearest x, preferring the left on a tie. */
@@ -76,6 +82,7 @@ static void fill_axis(const bd_resize_params *p, const bd_resize_geom *g, int d,
             int64_t i = first + j;
             idx[j] = BD_MIN(BD_MAX(i, 0), L - 1) * stride;
             w[j] = (float)(p->exclude_outside && sum != 0 ? c[j] / sum : c[j]);
+            if (a->wd) a->wd[o * n + j] = p->exclude_outside && sum != 0 ? c[j] / sum : c[j];
         }
     }
     /* Where every position has a single tap of weight 1, keep just that tap. */
@@ -90,6 +97,7 @@ static void fill_axis(const bd_resize_params *p, const bd_resize_geom *g, int d,
             if (a->w[o * n + j] == 1.0f) keep = a->idx[o * n + j];
         a->idx[o] = keep;
         a->w[o] = 1.0f;
+        if (a->wd) a->wd[o] = 1.0;
     }
     a->taps = 1;
 }
@@ -181,18 +189,89 @@ static void resize_nd(const float *x, float *y, int64_t planes, int64_t in_plane
     }
 }
 
-braid_status bd_cpu_resize(const bd_kernel *k)
+/* Double and integer types: the same taps with double weights over a double
+ * copy of the input, evaluated axis by axis as onnx's reference does (the
+ * innermost axes' interpolation first for each tap of the outer one), so that
+ * integer results round as its do at ties; integers are then rounded half to
+ * even and saturated. */
+static double interp_d(const double *x, int64_t base, int level, int m, const rs_axis *ax, const int64_t *oc)
+{
+    if (level == m) return x[base];
+    const rs_axis *a = &ax[level];
+    double acc = 0;
+    for (int t = 0; t < a->taps; t++)
+        acc += a->wd[oc[level] * a->taps + t] * interp_d(x, base + a->idx[oc[level] * a->taps + t], level + 1, m, ax, oc);
+    return acc;
+}
+
+static void resize_nd_d(const double *x, bd_tensor *yt, int64_t planes, int64_t in_plane, int m, const rs_axis *ax,
+                        const int64_t *O, double ev)
+{
+    int64_t out_plane = 1;
+    for (int i = 0; i < m; i++) out_plane *= O[i];
+    if (m == 2 && !ax[0].ext && !ax[1].ext) { /* the common case: the two last axes */
+        const rs_axis *ah = &ax[0], *aw = &ax[1];
+        for (int64_t pl = 0; pl < planes; pl++)
+            for (int64_t oy = 0; oy < O[0]; oy++)
+                for (int64_t ox = 0; ox < O[1]; ox++) {
+                    double acc = 0;
+                    for (int a = 0; a < ah->taps; a++) {
+                        const double *row = x + pl * in_plane + ah->idx[oy * ah->taps + a];
+                        double s = 0;
+                        for (int b = 0; b < aw->taps; b++) s += aw->wd[ox * aw->taps + b] * row[aw->idx[ox * aw->taps + b]];
+                        acc += ah->wd[oy * ah->taps + a] * s;
+                    }
+                    bd_resize_store(yt->data, yt->dtype, (pl * O[0] + oy) * O[1] + ox, acc);
+                }
+        return;
+    }
+    int64_t oc[BD_MAX_RANK];
+    for (int64_t pl = 0; pl < planes; pl++) {
+        memset(oc, 0, sizeof oc);
+        for (int64_t e = 0; e < out_plane; e++) {
+            int ext = 0;
+            for (int i = 0; i < m; i++) ext |= ax[i].ext && ax[i].ext[oc[i]];
+            double v = ext ? ev : interp_d(x, pl * in_plane, 0, m, ax, oc);
+            bd_resize_store(yt->data, yt->dtype, pl * out_plane + e, v);
+            for (int i = m - 1; i >= 0 && ++oc[i] == O[i]; i--) oc[i] = 0;
+        }
+    }
+}
+
+/* Nearest on any dtype: each output element copies its one source element
+ * (tf_crop_and_resize's extrapolated ones take the extrapolation value). */
+static void resize_gather(const bd_tensor *xt, bd_tensor *yt, int64_t planes, int64_t in_plane, int m,
+                          const rs_axis *ax, const int64_t *O, double ev)
+{
+    const size_t es = bd_dtype_size(xt->dtype);
+    int64_t out_plane = 1;
+    for (int i = 0; i < m; i++) out_plane *= O[i];
+    int64_t oc[BD_MAX_RANK];
+    for (int64_t pl = 0; pl < planes; pl++) {
+        memset(oc, 0, sizeof oc);
+        for (int64_t e = 0; e < out_plane; e++) {
+            int ext = 0;
+            int64_t off = 0;
+            for (int i = 0; i < m; i++) {
+                ext |= ax[i].ext && ax[i].ext[oc[i]];
+                off += ax[i].idx[oc[i]];
+            }
+            int64_t o = pl * out_plane + e;
+            if (ext) bd_resize_store(yt->data, yt->dtype, o, ev);
+            else memcpy((char *)yt->data + (size_t)o * es, (const char *)xt->data + (size_t)(pl * in_plane + off) * es, es);
+            for (int i = m - 1; i >= 0 && ++oc[i] == O[i]; i--) oc[i] = 0;
+        }
+    }
+}
+
+/* kind 0: fp32; 1: double taps (double and integer types); 2: nearest copies. */
+static braid_status resize_run(const bd_kernel *k, int kind)
 {
     braid_status st = BRAID_OK;
     const bd_node *n = k->node;
     const bd_resize_params *p = n->params;
     bd_err *e = k->err;
     void *buf = NULL;
-    if (n->op != BD_OP_Resize && n->op != BD_OP_Upsample)
-        return BD_FAIL(e, BRAID_ERR_INTERNAL, "op %s is not in the resize family", n->op_type);
-    if (k->in[0].dtype != BRAID_DTYPE_FLOAT)
-        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "input 'X' has dtype %s; only float32 is supported",
-                       bd_dtype_name(k->in[0].dtype));
     bd_resize_geom g;
     BD_TRY(bd_resize_geometry(n, k->in, k->n_in, &g, e));
     const int r = g.rank;
@@ -216,7 +295,7 @@ braid_status bd_cpu_resize(const bd_kernel *k)
     int same = !tf;
     for (int d = 0; d < r; d++) same &= g.out[d] == g.in[d];
     if (same) {
-        memcpy(k->out[0].data, k->in[0].data, (size_t)numel * sizeof(float));
+        memcpy(k->out[0].data, k->in[0].data, (size_t)numel * bd_dtype_size(k->in[0].dtype));
         return BRAID_OK;
     }
     /* Axes that keep their size, scale and roi are copied as they are. */
@@ -232,14 +311,20 @@ braid_status bd_cpu_resize(const bd_kernel *k)
                          g.scale[d], taps[d]);
             goto fail;
         }
-        bytes += (size_t)g.out[d] * taps[d] * (sizeof(int64_t) + sizeof(float)) + (size_t)g.out[d];
+        bytes += (size_t)g.out[d] * taps[d] * (sizeof(int64_t) + sizeof(float) + (kind == 1 ? sizeof(double) : 0)) +
+                 (size_t)g.out[d];
     }
     buf = bd_malloc(bytes + 8);
     BD_CHECK_ALLOC(e, buf);
     rs_axis ax[BD_MAX_RANK];
     int64_t *qi = buf;
     for (int d = 0; d < r; d++) { ax[d].idx = qi; qi += g.out[d] * taps[d]; }
-    float *qf = (float *)qi;
+    double *qd = (double *)qi;
+    for (int d = 0; d < r; d++) {
+        ax[d].wd = kind == 1 ? qd : NULL;
+        if (kind == 1) qd += g.out[d] * taps[d];
+    }
+    float *qf = (float *)qd;
     for (int d = 0; d < r; d++) { ax[d].w = qf; qf += g.out[d] * taps[d]; }
     unsigned char *qc = (unsigned char *)qf;
     int64_t stride = 1;
@@ -248,7 +333,10 @@ braid_status bd_cpu_resize(const bd_kernel *k)
         ax[d].ext = tf && !ident[d] ? qc : NULL;
         qc += g.out[d];
         if (ident[d])
-            for (int64_t o = 0; o < g.out[d]; o++) ax[d].idx[o] = o * stride, ax[d].w[o] = 1.0f;
+            for (int64_t o = 0; o < g.out[d]; o++) {
+                ax[d].idx[o] = o * stride, ax[d].w[o] = 1.0f;
+                if (ax[d].wd) ax[d].wd[o] = 1.0;
+            }
         else
             fill_axis(p, &g, d, stride, &ax[d]);
         stride *= g.in[d];
@@ -259,16 +347,30 @@ braid_status bd_cpu_resize(const bd_kernel *k)
     while (lead < r && ident[lead]) planes *= g.in[lead++];
     int64_t in_plane = 1;
     for (int d = lead; d < r; d++) in_plane *= g.in[d];
-    const float *x = k->in[0].data;
-    float *y = k->out[0].data;
     const float ev = p->extrapolation;
     int m = r - lead;
+    if (kind == 1) {
+        int64_t ni = bd_numel(&k->in[0]);
+        double *xd = k->in[0].dtype == BRAID_DTYPE_DOUBLE ? k->in[0].data : bd_malloc((size_t)ni * sizeof *xd + 1);
+        BD_CHECK_ALLOC(e, xd);
+        if (xd != k->in[0].data)
+            for (int64_t i = 0; i < ni; i++) xd[i] = bd_get_f64(&k->in[0], i);
+        resize_nd_d(xd, &k->out[0], planes, in_plane, m, &ax[lead], &g.out[lead], ev);
+        if (xd != k->in[0].data) bd_free(xd);
+        goto fail;
+    }
+    if (kind == 2) {
+        resize_gather(&k->in[0], &k->out[0], planes, in_plane, m, &ax[lead], &g.out[lead], ev);
+        goto fail;
+    }
+    const float *x = k->in[0].data;
+    float *y = k->out[0].data;
     if (m == 0) {
         memcpy(y, x, (size_t)numel * sizeof *y);
     } else if (m <= 2) {
         int64_t zero = 0;
         float one = 1.0f;
-        rs_axis unit = {1, &zero, &one, NULL};
+        rs_axis unit = {1, &zero, &one, NULL, NULL};
         const rs_axis *ah = m == 2 ? &ax[r - 2] : &unit;
         int64_t OH = m == 2 ? g.out[r - 2] : 1;
         resize_2d(x, y, planes, in_plane, ah, OH, &ax[r - 1], g.out[r - 1], ev);
@@ -278,4 +380,39 @@ braid_status bd_cpu_resize(const bd_kernel *k)
 fail:
     bd_free(buf);
     return st;
+}
+
+braid_status bd_cpu_resize(const bd_kernel *k)
+{
+    const bd_node *n = k->node;
+    const bd_resize_params *p = n->params;
+    const int dt = k->in[0].dtype;
+    if (n->op != BD_OP_Resize && n->op != BD_OP_Upsample)
+        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the resize family", n->op_type);
+    if (dt == BRAID_DTYPE_FLOAT) return resize_run(k, 0);
+    if (dt == BRAID_DTYPE_FLOAT16 || dt == BRAID_DTYPE_BFLOAT16) { /* the fp32 path on float32 copies */
+        braid_status st = BRAID_OK;
+        int64_t ni = bd_numel(&k->in[0]), no = bd_numel(&k->out[0]);
+        float *xf = bd_malloc((size_t)(ni ? ni : 1) * sizeof *xf), *yf = bd_malloc((size_t)(no ? no : 1) * sizeof *yf);
+        bd_tensor in[4], out = k->out[0];
+        bd_kernel k2 = *k;
+        if (!xf || !yf) {
+            st = BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+            goto done;
+        }
+        for (int i = 0; i < k->n_in && i < 4; i++) in[i] = k->in[i];
+        for (int64_t i = 0; i < ni; i++) xf[i] = (float)bd_get_f64(&k->in[0], i);
+        in[0].dtype = out.dtype = BRAID_DTYPE_FLOAT;
+        in[0].data = xf, out.data = yf;
+        k2.in = in, k2.out = &out;
+        k2.n_in = k->n_in < 4 ? k->n_in : 4;
+        if ((st = resize_run(&k2, 0)) == BRAID_OK)
+            for (int64_t i = 0; i < no; i++) bd_resize_store(k->out[0].data, dt, i, yf[i]);
+    done:
+        bd_free(xf);
+        bd_free(yf);
+        return st;
+    }
+    if (p->mode == BD_RESIZE_NEAREST && dt != BRAID_DTYPE_DOUBLE) return resize_run(k, 2);
+    return resize_run(k, 1);
 }
