@@ -153,7 +153,7 @@ static void nms_folded(void)
     g.n_outputs = 1;
     CHECK_EQ_INT(bd_graph_toposort(&g, &e), BRAID_OK);
     CHECK_EQ_INT(bd_op_parse(n, &e), BRAID_OK);
-    CHECK_EQ_INT(bd_inst_build(&g, NULL, &x, &e), BRAID_OK);
+    CHECK_EQ_INT(bd_inst_build(&g, NULL, NULL, &x, &e), BRAID_OK);
     /* box 1 overlaps box 0 by IoU 0.9/1.1 > 0.5 and goes; box 2 stays */
     const bd_tensor *sel = &x.vals[5];
     static const int64_t want[6] = {0, 0, 0, 0, 0, 2};
