@@ -169,6 +169,10 @@ static inline braid_status bd_la_batch_gemm(int threads, const bd_la_batch *g, b
     return BRAID_OK;
 }
 
+/* One scaled dot-product attention (src/ops/attention.h; attention.c). */
+struct bd_sdpa;
+braid_status bd_cpu_sdpa(const struct bd_sdpa *s, int threads, bd_err *e);
+
 /* The gemm family's kernels for dtypes other than float32 (gemm_dtypes.c). */
 braid_status bd_cpu_gemm_dtypes(const bd_kernel *k);
 
