@@ -116,6 +116,12 @@ fail:
     return st;
 }
 
+/* One scaled dot-product attention (src/ops/attention.h) on k's stream, with
+ * bd_cuda_sdpa_scratch(s) bytes of device scratch (attention.cu). */
+struct bd_sdpa;
+extern "C" size_t bd_cuda_sdpa_scratch(const struct bd_sdpa *s);
+extern "C" braid_status bd_cuda_sdpa(const bd_cuda_kernel *k, const struct bd_sdpa *s, void *scratch);
+
 /* The gemm family's launcher for dtypes other than float32 (gemm_dtypes.cu). */
 extern "C" braid_status bd_cuda_gemm_dtypes(const bd_cuda_kernel *k);
 

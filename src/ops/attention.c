@@ -143,19 +143,20 @@ static braid_status attention_infer(const bd_node *n, const bd_tensor *in, bd_te
     const bd_attention_params *p = n->params;
     const bd_tensor *q = &in[0], *k = &in[1], *v = &in[2];
     const bd_tensor *mask = n->n_in > 3 && present(&in[3]) ? &in[3] : NULL;
-    const bd_tensor *pk = n->n_in > 4 && present(&in[4]) ? &in[4] : NULL, *pv = n->n_in > 5 ? &in[5] : NULL;
+    const bd_tensor *pk = n->n_in > 4 && present(&in[4]) ? &in[4] : NULL;
+    const bd_tensor *pv = n->n_in > 5 && present(&in[5]) ? &in[5] : NULL;
     const bd_tensor *nonpad = n->n_in > 6 && present(&in[6]) ? &in[6] : NULL;
     char s1[160];
     braid_status st;
     if (!is_float_kind(q->dtype) || !is_float_kind(v->dtype))
         return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "Q has dtype %s and V %s; Attention takes float, float16, bfloat16 "
                        "and double", bd_dtype_name(q->dtype), bd_dtype_name(v->dtype));
-    if (k->dtype != q->dtype || (pk && pk->dtype != q->dtype) || (pk && pv->dtype != v->dtype))
+    bd_attention_geom g;
+    if ((st = bd_attention_geometry(n, in, &g, e))) return st; /* past_key and past_value: both or neither */
+    if (k->dtype != q->dtype || (pk && pk->dtype != q->dtype) || (pv && pv->dtype != v->dtype))
         return BD_FAIL(e, BRAID_ERR_DTYPE, "K%s must have Q's dtype %s and past_value V's %s (K is %s)",
                        pk ? " and past_key" : "", bd_dtype_name(q->dtype), bd_dtype_name(v->dtype),
                        bd_dtype_name(k->dtype));
-    bd_attention_geom g;
-    if ((st = bd_attention_geometry(n, in, &g, e))) return st;
     if (nonpad) {
         if (pk) return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "nonpad_kv_seqlen cannot be combined with past_key");
         if (nonpad->dtype != BRAID_DTYPE_INT64)
