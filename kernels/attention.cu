@@ -260,37 +260,6 @@ static __global__ void prescale(float *x, int64_t n, float r, int dt)
     BD_CU_LOOP(i, n) x[i] = bd_sdpa_round(dt, x[i] * r);
 }
 
-/* The node's scratch, allocated once per plan (shapes are fixed). */
-struct att_cache {
-    void *mem;
-    size_t bytes;
-};
-
-static braid_status cache_get(const bd_cuda_kernel *k, size_t bytes, char **out)
-{
-    att_cache *c = (att_cache *)*k->cache;
-    if (c && c->bytes < bytes) {
-        bd_cuda_scratch_free(c->mem);
-        c->mem = NULL, c->bytes = 0;
-    }
-    if (!c) {
-        c = (att_cache *)bd_calloc(1, sizeof *c);
-        if (!c) return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
-        *k->cache = c;
-    }
-    if (!c->mem) {
-        cudaError_t ce = bd_cuda_scratch_alloc(&c->mem, bytes ? bytes : 1);
-        if (ce != cudaSuccess)
-            return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "cannot allocate %.1f MiB of attention scratch: %s",
-                           (double)bytes / 1048576.0, cudaGetErrorString(ce));
-        c->bytes = bytes;
-    }
-    *out = (char *)c->mem;
-    return BRAID_OK;
-}
-
-static size_t al(size_t n) { return (n + 255) & ~(size_t)255; }
-
 static braid_status attention(const bd_cuda_kernel *k)
 {
     braid_status st = BRAID_OK;
@@ -312,10 +281,10 @@ static braid_status attention(const bd_cuda_kernel *k)
     s.b = g.b, s.hq = g.hq, s.hkv = g.hkv, s.sq = g.sq, s.stot = g.stot, s.d = g.d, s.dv = g.dv, s.cdt = g.cdt;
     s.softcap = p->softcap, s.offset = g.spast, s.causal = p->is_causal, s.left = p->left, s.right = p->right;
     s.masked = -INFINITY;
-    size_t kb = al((size_t)kn * ces), vb = al((size_t)vn * ces), qb = own_q ? al((size_t)qn * ces) : 0;
-    size_t yb = own_y ? al((size_t)yn * ces) : 0, sb = al(bd_cuda_sdpa_scratch(&s));
+    size_t kb = bd_la_align((size_t)kn * ces), vb = bd_la_align((size_t)vn * ces), qb = own_q ? bd_la_align((size_t)qn * ces) : 0;
+    size_t yb = own_y ? bd_la_align((size_t)yn * ces) : 0, sb = bd_la_align(bd_cuda_sdpa_scratch(&s));
     char *mem = NULL;
-    if ((st = cache_get(k, kb + vb + qb + yb + sb, &mem))) return st;
+    if ((st = bd_la_scratch(k, kb + vb + qb + yb + sb, &mem))) return st;
     void *kbuf = mem, *vbuf = mem + kb, *qbuf = mem + kb + vb, *ybuf = mem + kb + vb + qb, *sbuf = mem + kb + vb + qb + yb;
     if (pk) {
         gather_heads<<<bd_cu_grid(g.b * g.hkv * g.spast * g.d), BD_CU_BLOCK, 0, k->stream>>>(
@@ -381,8 +350,5 @@ extern "C" braid_status bd_cuda_attention(const bd_cuda_kernel *k)
 extern "C" void bd_cuda_attention_free(const bd_node *n, void *cache)
 {
     (void)n;
-    att_cache *c = (att_cache *)cache;
-    if (!c) return;
-    bd_cuda_scratch_free(c->mem);
-    bd_free(c);
+    bd_la_scratch_free(cache);
 }

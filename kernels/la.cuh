@@ -116,6 +116,50 @@ fail:
     return st;
 }
 
+/* A node's device scratch kept in its cache slot across runs of a plan
+ * (shapes are fixed per plan): at least `bytes`, grown when a run needs more.
+ * The family's bd_cuda_<family>_free calls bd_la_scratch_free. */
+struct bd_la_scratch_t {
+    void *mem;
+    size_t bytes;
+};
+
+static inline braid_status bd_la_scratch(const bd_cuda_kernel *k, size_t bytes, char **out)
+{
+    bd_la_scratch_t *c = (bd_la_scratch_t *)*k->cache;
+    if (c && c->bytes < bytes) {
+        bd_cuda_scratch_free(c->mem);
+        c->mem = NULL, c->bytes = 0;
+    }
+    if (!c) {
+        c = (bd_la_scratch_t *)bd_calloc(1, sizeof *c);
+        if (!c) return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+        *k->cache = c;
+    }
+    if (!c->mem) {
+        cudaError_t ce = bd_cuda_scratch_alloc(&c->mem, bytes ? bytes : 1);
+        if (ce != cudaSuccess) {
+            c->mem = NULL;
+            return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "cannot allocate %.1f MiB of scratch: %s",
+                           (double)bytes / 1048576.0, cudaGetErrorString(ce));
+        }
+        c->bytes = bytes;
+    }
+    *out = (char *)c->mem;
+    return BRAID_OK;
+}
+
+static inline void bd_la_scratch_free(void *cache)
+{
+    bd_la_scratch_t *c = (bd_la_scratch_t *)cache;
+    if (!c) return;
+    bd_cuda_scratch_free(c->mem);
+    bd_free(c);
+}
+
+/* n bytes rounded up to 256 (scratch carving). */
+static inline size_t bd_la_align(size_t n) { return (n + 255) & ~(size_t)255; }
+
 /* One scaled dot-product attention (src/ops/attention.h) on k's stream, with
  * bd_cuda_sdpa_scratch(s) bytes of device scratch (attention.cu). */
 struct bd_sdpa;
