@@ -16,7 +16,8 @@ extern "C" {
 #define BD_FAMILIES(X)                                                                             \
     X(conv) X(gemm) X(norm) X(binary) X(unary) X(pool) X(softmax) X(reduce) X(shape) X(layout)     \
     X(generate) X(resize) X(control) X(rnn) X(quant) X(index) X(loss) X(vision) X(signal)         \
-    X(attention) X(linalg) X(sequence) X(string) X(scatter) X(select) X(random)
+    X(attention) X(linalg) X(sequence) X(string) X(scatter) X(select) X(random)                    \
+    X(rope)
 
 typedef enum bd_family {
 #define X(f) BD_FAM_##f,
