@@ -280,7 +280,7 @@ static braid_status attention(const bd_cuda_kernel *k)
     bd_sdpa s = {};
     s.b = g.b, s.hq = g.hq, s.hkv = g.hkv, s.sq = g.sq, s.stot = g.stot, s.d = g.d, s.dv = g.dv, s.cdt = g.cdt;
     s.softcap = p->softcap, s.offset = g.spast, s.causal = p->is_causal, s.left = p->left, s.right = p->right;
-    s.masked = -INFINITY;
+    s.masked = s.causal_masked = -INFINITY;
     size_t kb = bd_la_align((size_t)kn * ces), vb = bd_la_align((size_t)vn * ces), qb = own_q ? bd_la_align((size_t)qn * ces) : 0;
     size_t yb = own_y ? bd_la_align((size_t)yn * ces) : 0, sb = bd_la_align(bd_cuda_sdpa_scratch(&s));
     char *mem = NULL;

@@ -66,3 +66,9 @@ add_executable(dtype_dump ${CMAKE_SOURCE_DIR}/tests/dtype/dtype_dump.c)
 target_link_libraries(dtype_dump PRIVATE braid_static)
 add_test(NAME unit/dtype COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/dtype/test_dtype.py $<TARGET_FILE:dtype_dump>)
 set_tests_properties(unit/dtype PROPERTIES LABELS unit TIMEOUT 300)
+
+# The com.microsoft transformer ops (FusedMatMul, FusedGemm, MultiHeadAttention,
+# Attention, EmbedLayerNormalization, RotaryEmbedding) against onnxruntime.
+add_test(NAME unit/contrib_attention COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_contrib_attention.py ${BRAID_BIN}
+         ${CMAKE_BINARY_DIR}/tmp/contrib_attention)
+set_tests_properties(unit/contrib_attention PROPERTIES LABELS unit TIMEOUT 600)

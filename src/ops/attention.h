@@ -58,7 +58,9 @@ typedef struct bd_sdpa {
     int64_t offset;
     int causal;             /* key j masked when j > i + offset */
     int64_t left, right;    /* window: masked when i + offset - j > left or j - i - offset > right (>= 0) */
-    double masked;          /* what each masking rule adds: -inf (ONNX), or a finite filter value */
+    double masked;          /* what the mask, mask-length and kv_len rules add: -inf (ONNX), or a finite
+                             * filter value (com.microsoft's mask_filter_value) */
+    double causal_masked;   /* what the causal and window rules add: -inf (ONNX), the lowest float (onnxruntime) */
     int emu_dt;             /* FLOAT16/BFLOAT16: scores are rounded to it after the product, the softcap's
                              * steps and the bias addition, as onnx's reference computes in that type */
     int sm_dt;              /* softmax precision: FLOAT16/BFLOAT16 round each step of the softmax as numpy
@@ -103,9 +105,10 @@ static inline BD_HOST_DEVICE int64_t bd_sdpa_offset(const bd_sdpa *s, int64_t b)
 }
 
 /* The bias added to score (b, h, i, j): the additive mask and bias2 values,
- * plus `masked` for each rule that masks it (a key-flag mask, columns past
- * the mask, keys past kv_len, the causal frontier, the window), as onnx's
- * reference and onnxruntime compose them. len and off: bd_sdpa_len/_offset. */
+ * plus `masked` for each of a key-flag mask, columns past the mask and keys
+ * past kv_len that masks it, and `causal_masked` for each of the causal
+ * frontier and the window, as onnx's reference and onnxruntime compose them.
+ * len and off: bd_sdpa_len/_offset. */
 static inline BD_HOST_DEVICE double bd_sdpa_bias(const bd_sdpa *s, int64_t b, int64_t h, int64_t i, int64_t j,
                                                  int64_t len, int64_t off)
 {
@@ -122,10 +125,10 @@ static inline BD_HOST_DEVICE double bd_sdpa_bias(const bd_sdpa *s, int64_t b, in
     if (s->bias2) v += bd_attn_load(s->bias2_dt, s->bias2, b * s->b2_st[0] + h * s->b2_st[1] + i * s->b2_st[2] + j * s->b2_st[3]);
     if (j >= len) n++;
     int64_t diff = i + off - j;
-    if (s->causal && diff < 0) n++;
-    if (s->left >= 0 && diff > s->left) n++;
-    if (s->right >= 0 && -diff > s->right) n++;
-    return n ? v + (double)n * s->masked : v;
+    int c = (s->causal && diff < 0) + (s->left >= 0 && diff > s->left) + (s->right >= 0 && -diff > s->right);
+    if (n) v += (double)n * s->masked;
+    if (c) v += (double)c * s->causal_masked;
+    return v;
 }
 
 /* softcap * tanh(x / softcap) when softcap > 0. */

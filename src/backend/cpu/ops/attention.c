@@ -253,7 +253,7 @@ static braid_status attention(const bd_kernel *k)
     bd_sdpa s = {.b = g.b, .hq = g.hq, .hkv = g.hkv, .sq = g.sq, .stot = g.stot, .d = g.d, .dv = g.dv,
                  .cdt = g.cdt, .q = qd, .k = kbuf, .v = vbuf, .y = yd, .softcap = p->softcap,
                  .offset = g.spast, .causal = p->is_causal, .left = p->left, .right = p->right,
-                 .masked = -INFINITY};
+                 .masked = -INFINITY, .causal_masked = -INFINITY};
     if (g.rank3) {
         s.q_st[0] = g.sq * g.hq * g.d, s.q_st[1] = g.d, s.q_st[2] = g.hq * g.d;
         s.y_st[0] = g.sq * g.hq * g.dv, s.y_st[1] = g.dv, s.y_st[2] = g.hq * g.dv;
