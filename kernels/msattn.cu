@@ -2,7 +2,8 @@
  * src/backend/cpu/ops/msattn.c: the attentions gather Q (plus bias), K and V
  * (past first) in float device scratch, write the present outputs, and run
  * the attention family's bd_cuda_sdpa with onnxruntime's masking; Attention
- * projects its input with one cuBLAS GEMM first. EmbedLayerNormalization
+ * projects its input with one cuBLAS GEMM first; GroupQueryAttention rotates
+ * Q and K and writes its cache at each batch's seqlens_k (read on the device). EmbedLayerNormalization
  * runs one thread block per token (statistics in double, as the CPU); an
  * id outside its table gives a NaN row (the CPU fails). */
 #include <math.h>
@@ -11,6 +12,7 @@
 
 extern "C" {
 #include "ops/msattn.h"
+#include "ops/rope.h"
 }
 
 /* dst (b, h, total, d) rows [at, at + rows) = src of dtype dt read as (b, rows,
@@ -161,6 +163,111 @@ static braid_status attention_ms(const bd_cuda_kernel *k)
     return finish(k, &s, yb, sb);
 }
 
+/* ---- GroupQueryAttention --------------------------------------------------------------- */
+
+/* Rotates pair c of row (b, h, i) of x (b, h, s, d) by position past_b + i; a
+ * position outside the caches gives NaN (the CPU fails). */
+static __global__ void gqa_rotate(float *__restrict__ x, int64_t b, int64_t h, int64_t s, int64_t d, int64_t half,
+                                  const int32_t *__restrict__ sl, int has_past, int cdt, const void *__restrict__ cs,
+                                  const void *__restrict__ sn, int64_t max_pos, int interleaved)
+{
+    BD_CU_LOOP(t, b * h * s * half)
+    {
+        int64_t c = t % half, i = (t / half) % s, bi = t / (half * s * h);
+        int64_t pos = bd_gqa_past(sl, bi, s, has_past) + i, i1, i2;
+        float *row = x + (t / half) * d;
+        bd_gqa_pair(interleaved, half, c, &i1, &i2);
+        double x1 = row[i1], x2 = row[i2];
+        if (pos < 0 || pos >= max_pos) {
+            row[i1] = row[i2] = NAN;
+            continue;
+        }
+        double co = bd_la_ld64(cdt, cs, pos * half + c), si = bd_la_ld64(cdt, sn, pos * half + c);
+        row[i1] = (float)bd_rope_value(1, x1, x2, co, si);
+        row[i2] = (float)bd_rope_value(0, x1, x2, co, si);
+    }
+}
+
+/* present K and V (b, hkv, t, d) in float: the past's rows, the new rows, zeros. */
+static __global__ void gqa_present(float *__restrict__ kb, float *__restrict__ vb, const float *__restrict__ kn,
+                                   const float *__restrict__ vn, int pdt, const void *__restrict__ pk,
+                                   const void *__restrict__ pv, const int32_t *__restrict__ sl, int has_past, int64_t b,
+                                   int64_t hkv, int64_t t, int64_t p, int64_t s, int64_t d)
+{
+    BD_CU_LOOP(i, b * hkv * t * d)
+    {
+        int64_t c = i % d, j = (i / d) % t, h = (i / (d * t)) % hkv, bi = i / (d * t * hkv);
+        int which;
+        int64_t at = bd_gqa_present_at(bi, h, j, c, hkv, p, s, d, bd_gqa_past(sl, bi, s, has_past), &which);
+        kb[i] = which < 0 ? 0.0f : which ? kn[at] : (float)bd_la_ld64(pdt, pk, at);
+        vb[i] = which < 0 ? 0.0f : which ? vn[at] : (float)bd_la_ld64(pdt, pv, at);
+    }
+}
+
+static braid_status gqa(const bd_cuda_kernel *k)
+{
+    braid_status st;
+    const bd_msattn_params *p = (const bd_msattn_params *)k->node->params;
+    bd_msattn_geom g;
+    bd_tensor hv[16];
+    bd_cu_host_view(k, hv, k->n_in < 16 ? k->n_in : 16); /* total_sequence_length: its plan-time value */
+    if ((st = bd_msattn_geometry(k->node, hv, &g, k->err))) return st;
+    const bd_tensor *q = &k->in[0];
+    const int32_t *sl = (const int32_t *)k->in[5].data;
+    int64_t hd = g.n * g.h, kvd = g.hkv * g.h, w = g.packed ? hd + 2 * kvd : hd;
+    bd_sdpa s = {};
+    s.b = g.b, s.hq = g.n, s.hkv = g.hkv, s.sq = g.s, s.stot = g.t, s.d = s.dv = g.h, s.cdt = BRAID_DTYPE_FLOAT;
+    s.softcap = p->softcap, s.kv_len = sl, s.kv_len_dt = BRAID_DTYPE_INT32, s.kv_len_add = 1;
+    s.offset_from_len = g.has_past, s.causal = p->causal, s.left = p->local_window > 0 ? p->local_window - 1 : -1;
+    s.right = -1, s.masked = s.causal_masked = -INFINITY;
+    s.q_st[0] = g.n * g.s * g.h, s.q_st[1] = g.s * g.h, s.q_st[2] = g.h;
+    s.k_st[0] = s.v_st[0] = g.hkv * g.t * g.h, s.k_st[1] = s.v_st[1] = g.t * g.h, s.k_st[2] = s.v_st[2] = g.h;
+    s.y_st[0] = g.s * hd, s.y_st[1] = g.h, s.y_st[2] = hd;
+    s.alpha = p->scale != 0.0f ? (double)p->scale : (double)(1.0f / sqrtf((float)g.h));
+    int64_t nq = g.b * g.n * g.s * g.h, nn = g.b * g.hkv * g.s * g.h, nt = g.b * g.hkv * g.t * g.h, ny = bd_numel(&k->out[0]);
+    size_t need = bd_la_align(bd_cuda_sdpa_scratch(&s));
+    for (int64_t n : {nq, nn, nn, nt, nt, ny}) need += bd_la_align((size_t)(n > 0 ? n : 1) * sizeof(float));
+    char *mem = NULL;
+    if ((st = bd_la_scratch(k, need, &mem))) return st;
+    carve c = {mem, 0};
+    float *qb = c.take(nq), *kn = c.take(nn), *vn = c.take(nn), *kb = c.take(nt), *vb = c.take(nt), *yb = c.take(ny);
+    void *sb = mem + c.off;
+    size_t es = bd_dtype_size(q->dtype);
+    if ((st = gather(k, qb, g.s, 0, q->dtype, q->data, 1, w, NULL, 0, g.b, g.n, g.s, g.h))) return st;
+    if (g.packed) {
+        if ((st = gather(k, kn, g.s, 0, q->dtype, (const char *)q->data + (size_t)hd * es, 1, w, NULL, 0, g.b, g.hkv, g.s, g.h)) ||
+            (st = gather(k, vn, g.s, 0, q->dtype, (const char *)q->data + (size_t)(hd + kvd) * es, 1, w, NULL, 0, g.b, g.hkv, g.s, g.h)))
+            return st;
+    } else if ((st = gather(k, kn, g.s, 0, k->in[1].dtype, k->in[1].data, 1, kvd, NULL, 0, g.b, g.hkv, g.s, g.h)) ||
+               (st = gather(k, vn, g.s, 0, k->in[2].dtype, k->in[2].data, 1, kvd, NULL, 0, g.b, g.hkv, g.s, g.h))) {
+        return st;
+    }
+    if (p->do_rotary && g.rd > 0) {
+        const bd_tensor *cs = &k->in[7];
+        int64_t half = g.rd / 2;
+        for (int which = 0; which < 2; which++) {
+            int64_t heads = which ? g.hkv : g.n, n = g.b * heads * g.s * half;
+            if (n <= 0) continue;
+            gqa_rotate<<<bd_cu_grid(n), BD_CU_BLOCK, 0, k->stream>>>(which ? kn : qb, g.b, heads, g.s, g.h, half, sl,
+                                                                     g.has_past, cs->dtype, cs->data, k->in[8].data,
+                                                                     cs->dims[0], p->rotary_interleaved);
+            BD_CU_CHECK_LAUNCH(k, "GroupQueryAttention's rotary embedding");
+        }
+    }
+    if (nt > 0) {
+        gqa_present<<<bd_cu_grid(nt), BD_CU_BLOCK, 0, k->stream>>>(kb, vb, kn, vn, g.has_past ? k->in[3].dtype : 0,
+                                                                   g.has_past ? k->in[3].data : NULL,
+                                                                   g.has_past ? k->in[4].data : NULL, sl, g.has_past,
+                                                                   g.b, g.hkv, g.t, g.p, g.s, g.h);
+        BD_CU_CHECK_LAUNCH(k, "GroupQueryAttention's present cache");
+    }
+    for (int o = 1; o <= 2 && o < k->n_out; o++)
+        if (k->out[o].data && (st = bd_la_convert(k, BRAID_DTYPE_FLOAT, o == 1 ? kb : vb, k->out[o].dtype, k->out[o].data, nt)))
+            return st;
+    s.q = qb, s.k = kb, s.v = vb;
+    return finish(k, &s, yb, sb);
+}
+
 /* ---- EmbedLayerNormalization -------------------------------------------------------- */
 
 struct eln_args {
@@ -250,6 +357,7 @@ extern "C" braid_status bd_cuda_msattn(const bd_cuda_kernel *k)
     case BD_OP_MS_MultiHeadAttention: return mha(k);
     case BD_OP_MS_Attention: return attention_ms(k);
     case BD_OP_MS_EmbedLayerNormalization: return embed_layer_norm(k);
+    case BD_OP_MS_GroupQueryAttention: return gqa(k);
     default: return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the msattn family", k->node->op_type);
     }
 }

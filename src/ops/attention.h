@@ -52,8 +52,9 @@ typedef struct bd_sdpa {
     const void *bias2;      /* a second additive tensor (b2_st), or NULL */
     int bias2_dt;
     int64_t b2_st[4];
-    const void *kv_len;     /* per batch: keys j >= kv_len[b] are masked (int32 or int64), or NULL */
+    const void *kv_len;     /* per batch: keys j >= kv_len[b] + kv_len_add are masked (int32 or int64), or NULL */
     int kv_len_dt;
+    int64_t kv_len_add;
     int offset_from_len;    /* the causal/window offset of batch b is kv_len[b] - sq; else `offset` */
     int64_t offset;
     int causal;             /* key j masked when j > i + offset */
@@ -94,8 +95,8 @@ static inline BD_HOST_DEVICE double bd_attn_load(int dt, const void *p, int64_t 
 static inline BD_HOST_DEVICE int64_t bd_sdpa_len(const bd_sdpa *s, int64_t b)
 {
     if (!s->kv_len) return s->stot;
-    return s->kv_len_dt == BRAID_DTYPE_INT32 ? (int64_t)((const int32_t *)s->kv_len)[b]
-                                             : ((const int64_t *)s->kv_len)[b];
+    return s->kv_len_add + (s->kv_len_dt == BRAID_DTYPE_INT32 ? (int64_t)((const int32_t *)s->kv_len)[b]
+                                                              : ((const int64_t *)s->kv_len)[b]);
 }
 
 /* The causal/window offset of batch b: how many keys precede the query block. */

@@ -3,11 +3,15 @@
  * bias, or K/V already in (batch, heads, seq, size); key_padding_mask as
  * lengths, (batch, total) or (batch, seq, total); attention_bias; past and
  * present K/V; the qk output), Attention (the Q/K/V projection of one input
- * by merged weights, qkv_hidden_sizes, mask_index, the stacked past/present)
- * and EmbedLayerNormalization. What onnxruntime's CPU kernels refuse or
- * braid does not run (packed QKV, left-padding mask indices, 4-D masks,
- * shared past/present buffers, beam-search inputs, rotary inside Attention)
- * is UNSUPPORTED with its name. */
+ * by merged weights, qkv_hidden_sizes, mask_index, the stacked past/present),
+ * GroupQueryAttention (separate or packed Q/K/V, the cache written in place
+ * at each batch's seqlens_k, causal or not, local window, softcap, rotary
+ * from cos/sin caches) and EmbedLayerNormalization. What onnxruntime's CPU kernels refuse or
+ * braid does not run (packed QKV in MultiHeadAttention, left-padding mask
+ * indices, 4-D masks, shared past/present buffers, beam-search inputs,
+ * rotary inside Attention; GroupQueryAttention's quantized or windowed
+ * caches, position_ids, attention_bias, head_sink, Q/K norms, smooth
+ * softmax and qk output) is UNSUPPORTED with its name. */
 #include "msattn.h"
 
 #include <string.h>
@@ -54,6 +58,40 @@ braid_status bd_msattn_parse(bd_node *n, bd_err *e)
         }
         break;
     case BD_OP_MS_EmbedLayerNormalization: BD_TRY(bd_attr_float(n, "epsilon", 1e-12f, &p->epsilon, e)); break;
+    case BD_OP_MS_GroupQueryAttention: {
+        int64_t causal = 1, rot = 0, inter = 0, smooth = 0, qko = 0, sw = 0, bits = 0;
+        const char *kq = NULL, *vq = NULL;
+        BD_TRY(bd_attr_int(n, "num_heads", 0, &p->num_heads, e));
+        BD_TRY(bd_attr_int(n, "kv_num_heads", 0, &p->kv_heads, e));
+        BD_TRY(bd_attr_float(n, "scale", 0.0f, &p->scale, e));
+        BD_TRY(bd_attr_float(n, "softcap", 0.0f, &p->softcap, e));
+        BD_TRY(bd_attr_int(n, "local_window_size", -1, &p->local_window, e));
+        BD_TRY(bd_attr_int(n, "causal", 1, &causal, e));
+        BD_TRY(bd_attr_int(n, "do_rotary", 0, &rot, e));
+        BD_TRY(bd_attr_int(n, "rotary_interleaved", 0, &inter, e));
+        BD_TRY(bd_attr_int(n, "smooth_softmax", 0, &smooth, e));
+        BD_TRY(bd_attr_int(n, "qk_output", 0, &qko, e));
+        BD_TRY(bd_attr_int(n, "sliding_window_cache", 0, &sw, e));
+        BD_TRY(bd_attr_int(n, "kv_cache_bit_width", 0, &bits, e));
+        BD_TRY(bd_attr_string(n, "k_quant_type", "NONE", &kq, e));
+        BD_TRY(bd_attr_string(n, "v_quant_type", "NONE", &vq, e));
+        if (p->num_heads <= 0 || p->kv_heads <= 0 || p->num_heads % p->kv_heads) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "num_heads (%lld) must be a positive multiple of kv_num_heads "
+                         "(%lld); both are required", (long long)p->num_heads, (long long)p->kv_heads);
+            goto fail;
+        }
+        if (smooth || qko || sw || bits || strcmp(kq, "NONE") || strcmp(vq, "NONE")) {
+            st = BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "%s is not supported", smooth ? "smooth_softmax" : qko ? "qk_output"
+                         : sw ? "sliding_window_cache" : "a quantized KV cache");
+            goto fail;
+        }
+        if ((causal != 0 && causal != 1) || (!causal && p->local_window != -1)) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "causal must be 0 or 1, and local_window_size -1 when causal is 0");
+            goto fail;
+        }
+        p->causal = (int)causal, p->do_rotary = rot != 0, p->rotary_interleaved = inter != 0;
+        break;
+    }
     default: st = BD_FAIL(e, BRAID_ERR_INTERNAL, "op %s is not in the msattn family", n->op_type); goto fail;
     }
 fail:
@@ -153,6 +191,61 @@ braid_status bd_msattn_geometry(const bd_node *n, const bd_tensor *in, bd_msattn
         }
         return BRAID_OK;
     }
+    if (n->op == BD_OP_MS_GroupQueryAttention) {
+        const bd_tensor *q = &in[0];
+        static const char *const refused[] = {"position_ids", "attention_bias", "head_sink", "k_scale", "v_scale",
+                                              "q_norm_weight", "k_norm_weight"};
+        for (int i = 9; i < 16; i++)
+            if (present(n, in, i))
+                return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "input '%s' is not supported", refused[i - 9]);
+        g->hkv = p->kv_heads;
+        g->packed = !present(n, in, 1);
+        if (q->rank != 3) return BD_FAIL(e, BRAID_ERR_SHAPE, "query %s must be 3-D", bd_shape_str(q, s1, sizeof s1));
+        g->b = q->dims[0], g->s = g->l = q->dims[1];
+        int64_t heads = g->packed ? g->n + 2 * g->hkv : g->n;
+        if (q->dims[2] % heads)
+            return BD_FAIL(e, BRAID_ERR_SHAPE, "query %s does not split into %lld heads", bd_shape_str(q, s1, sizeof s1),
+                           (long long)heads);
+        g->h = g->hv = q->dims[2] / heads;
+        if (!g->packed) {
+            const bd_tensor *k = &in[1], *v = present(n, in, 2) ? &in[2] : NULL;
+            int64_t want[3] = {g->b, g->s, g->hkv * g->h};
+            if (!v || k->rank != 3 || v->rank != 3 || memcmp(k->dims, want, sizeof want) || memcmp(v->dims, want, sizeof want))
+                return BD_FAIL(e, BRAID_ERR_SHAPE, "key and value must both be (%lld, %lld, %lld)", (long long)g->b,
+                               (long long)g->s, (long long)(g->hkv * g->h));
+        }
+        if (present(n, in, 3) != present(n, in, 4))
+            return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "past_key and past_value must be given together");
+        if (present(n, in, 3)) {
+            const bd_tensor *pk = &in[3], *pv = &in[4];
+            if (pk->rank != 4 || !bd_shape_equal(pk, pv) || pk->dims[0] != g->b || pk->dims[1] != g->hkv || pk->dims[3] != g->h)
+                return BD_FAIL(e, BRAID_ERR_SHAPE, "past_key %s and past_value %s must be (%lld, %lld, past, %lld)",
+                               bd_shape_str(pk, s1, sizeof s1), bd_shape_str(pv, s2, sizeof s2), (long long)g->b,
+                               (long long)g->hkv, (long long)g->h);
+            g->p = pk->dims[2];
+            g->has_past = g->p > 0;
+        }
+        const bd_tensor *sl = &in[5], *tl = &in[6];
+        if (sl->dtype != BRAID_DTYPE_INT32 || sl->rank != 1 || sl->dims[0] != g->b || tl->dtype != BRAID_DTYPE_INT32 ||
+            bd_numel(tl) != 1)
+            return BD_FAIL(e, BRAID_ERR_SHAPE, "seqlens_k must be int32 (%lld) and total_sequence_length one int32",
+                           (long long)g->b);
+        if (!tl->data)
+            return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "total_sequence_length decides the present length: it must be known "
+                           "when the plan is made");
+        int64_t total = *(const int32_t *)tl->data;
+        g->t = total > g->p ? total : g->p;
+        if (total < g->s) return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "total_sequence_length %lld is below the query's %lld tokens", (long long)total, (long long)g->s);
+        if (p->do_rotary) {
+            const bd_tensor *cs = &in[7], *sn = &in[8];
+            if (!present(n, in, 7) || !present(n, in, 8) || cs->rank != 2 || !bd_shape_equal(cs, sn) ||
+                2 * cs->dims[1] > g->h || cs->dims[1] < 1)
+                return BD_FAIL(e, BRAID_ERR_SHAPE, "do_rotary needs cos_cache and sin_cache of one shape (max_pos, <= %lld)",
+                               (long long)(g->h / 2));
+            g->rd = 2 * cs->dims[1];
+        }
+        return BRAID_OK;
+    }
     /* Attention */
     const bd_tensor *x = &in[0], *w = &in[1];
     if (x->rank != 3 || w->rank != 2 || w->dims[0] != x->dims[2])
@@ -227,7 +320,9 @@ braid_status bd_msattn_infer(const bd_node *n, const bd_tensor *in, bd_tensor *o
     int dt = in[0].dtype;
     if (!float_kind(dt)) return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "%s does not take dtype %s", n->op_type, bd_dtype_name(dt));
     for (int i = 1; i < n->n_in; i++) {
-        int mask_slot = n->op == BD_OP_MS_Attention ? i == 3 || i == 6 : i == 4 || i == 8 || i == 9;
+        int mask_slot = n->op == BD_OP_MS_Attention ? i == 3 || i == 6
+                        : n->op == BD_OP_MS_GroupQueryAttention ? i == 5 || i == 6 || i >= 9
+                                                                : i == 4 || i == 8 || i == 9;
         if (present(n, in, i) && !mask_slot && in[i].dtype != dt)
             return BD_FAIL(e, BRAID_ERR_DTYPE, "input %d has dtype %s but input 0 %s", i, bd_dtype_name(in[i].dtype),
                            bd_dtype_name(dt));
@@ -236,6 +331,11 @@ braid_status bd_msattn_infer(const bd_node *n, const bd_tensor *in, bd_tensor *o
     braid_status st = bd_msattn_geometry(n, in, &g, e);
     if (st) return st;
     out[0] = (bd_tensor){.dtype = dt, .rank = 3, .dims = {g.b, g.s, g.n * g.hv}};
+    if (n->op == BD_OP_MS_GroupQueryAttention) {
+        for (int o = 1; o <= 2 && o < n->n_out; o++) out[o] = (bd_tensor){.dtype = dt, .rank = 4, .dims = {g.b, g.hkv, g.t, g.h}};
+        if (n->n_out > 3) return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "output_qk is not supported");
+        return BRAID_OK;
+    }
     if (n->op == BD_OP_MS_Attention) {
         if (n->n_out > 1) out[1] = (bd_tensor){.dtype = dt, .rank = 5, .dims = {2, g.b, g.n, g.t, g.h}};
         return BRAID_OK;
@@ -252,7 +352,7 @@ double bd_msattn_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *ou
     bd_msattn_geom g;
     bd_err e = {0};
     if (bd_msattn_geometry(n, in, &g, &e)) return 0;
-    double scores = (double)(g.b * g.n) * (double)g.s * (double)g.t;
+    double scores = (double)(g.b * g.n) * (double)g.s * (double)g.t; /* GQA: hq heads (n) too */
     double proj = n->op == BD_OP_MS_Attention ? 2.0 * (double)(g.b * g.s) * (double)g.din * (double)in[1].dims[1] : 0;
     return scores * (2.0 * (double)(g.h + g.hv) + 10.0) + proj;
 }

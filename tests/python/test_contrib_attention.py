@@ -129,6 +129,27 @@ def cases(rng):
            dict(num_heads=N, unidirectional=1), tol)
     yield ("att_bias", "Attention", [("x", x), ("w", ws), ("wb", wb), ("m", None), ("past", None), ("ab", f32(B, 1, S, S))], 1,
            dict(num_heads=N), tol)
+    # GroupQueryAttention: 4 query heads over 2 kv heads of 8 (onnxruntime wants head sizes of multiples of 8)
+    HQ, HKV, GD = 4, 2, 8
+    i32 = lambda *v: np.array(v, np.int32)  # noqa: E731
+    gq, gk, gv = f32(B, S, HQ * GD), f32(B, S, HKV * GD), f32(B, S, HKV * GD)
+    gqa = dict(num_heads=HQ, kv_num_heads=HKV)
+    yield ("gqa_prompt_ragged", "GroupQueryAttention", [("q", gq), ("k", gk), ("v", gv), ("pk", None), ("pv", None),
+                                                        ("sl", i32(2, 1)), ("tl", i32(S))], 3, gqa, tol)
+    P = 5
+    pkc, pvc = f32(B, HKV, P, GD), f32(B, HKV, P, GD)
+    yield ("gqa_decode", "GroupQueryAttention", [("q", gq[:, :1]), ("k", gk[:, :1]), ("v", gv[:, :1]), ("pk", pkc), ("pv", pvc),
+                                                 ("sl", i32(3, 2)), ("tl", i32(4))], 3, gqa, tol)
+    yield ("gqa_packed_window_softcap", "GroupQueryAttention",
+           [("q", f32(1, 6, (HQ + 2 * HKV) * GD)), ("k", None), ("v", None), ("pk", None), ("pv", None), ("sl", i32(5)), ("tl", i32(6))],
+           3, dict(local_window_size=2, softcap=1.5, scale=0.4, **gqa), tol)
+    # with rotary, onnxruntime wants head sizes of multiples of 16; with a past and 2 new tokens, one batch
+    MP, RD = 16, 16
+    for inter in (0, 1):
+        yield (f"gqa_rotary_{inter}", "GroupQueryAttention",
+               [("q", f32(1, 2, HQ * RD)), ("k", f32(1, 2, HKV * RD)), ("v", f32(1, 2, HKV * RD)), ("pk", f32(1, HKV, P, RD)),
+                ("pv", f32(1, HKV, P, RD)), ("sl", i32(4)), ("tl", i32(5)), ("cos", f32(MP, RD // 2)),
+                ("sin", f32(MP, RD // 2))], 3, dict(do_rotary=1, rotary_interleaved=inter, **gqa), tol)
     # EmbedLayerNormalization
     V, D, PS = 11, 8, 7
     ids = rng.integers(0, V, (B, S)).astype(np.int32)

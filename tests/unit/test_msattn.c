@@ -3,7 +3,8 @@
  * against onnxruntime): a batch whose key padding mask keeps no key gets
  * onnxruntime's finite-filter result (every score shifted by the filter:
  * the unmasked softmax), float16 inputs give the float result rounded once,
- * and the error codes and messages of what braid refuses or rejects. */
+ * and the error codes and messages of what braid refuses or rejects
+ * (GroupQueryAttention's included). */
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
 #include "optest.h"
@@ -145,8 +146,63 @@ static void test_errors(void)
     done(&t.n, out);
 }
 
+/* GroupQueryAttention's refusals: seqlens_k past the present, an unknown
+ * total_sequence_length, unsupported inputs, head counts. */
+static void test_gqa_errors(void)
+{
+    float f[512] = {0};
+    int32_t sl[2] = {7, 0}, tl = 3;
+    bd_tensor out[3] = {0};
+    bd_err e = {0};
+    tnode t;
+    int ins[7] = {0, 1, 2, -1, -1, 5, 6};
+    bd_tensor in[10] = {tensor(F32, 3, (int64_t[]){2, 3, 16}, f), tensor(F32, 3, (int64_t[]){2, 3, 8}, f),
+                        tensor(F32, 3, (int64_t[]){2, 3, 8}, f), {.rank = -1}, {.rank = -1},
+                        tensor(BRAID_DTYPE_INT32, 1, (int64_t[]){2}, sl), tensor(BRAID_DTYPE_INT32, 0, NULL, &tl)};
+    ms(&t, BD_OP_MS_GroupQueryAttention, 7, 3);
+    t.n.in = ins;
+    attr_int(&t, "num_heads", 4);
+    attr_int(&t, "kv_num_heads", 2);
+    CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "seqlens_k[0] = 7 does not fit 3 new tokens in a present of 3");
+    done(&t.n, out);
+    in[6].data = NULL; /* the value is known only at run time */
+    ms(&t, BD_OP_MS_GroupQueryAttention, 7, 3);
+    t.n.in = ins;
+    attr_int(&t, "num_heads", 4);
+    attr_int(&t, "kv_num_heads", 2);
+    CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_ERR_UNSUPPORTED);
+    CHECK_CONTAINS(e.msg, "must be known when the plan is made");
+    done(&t.n, out);
+    in[6].data = &tl;
+    int64_t pid[6] = {0};
+    in[7] = (bd_tensor){.rank = -1}, in[8] = (bd_tensor){.rank = -1};
+    in[9] = tensor(BRAID_DTYPE_INT64, 2, (int64_t[]){2, 3}, pid);
+    int ins10[10] = {0, 1, 2, -1, -1, 5, 6, -1, -1, 9};
+    ms(&t, BD_OP_MS_GroupQueryAttention, 10, 3);
+    t.n.in = ins10;
+    attr_int(&t, "num_heads", 4);
+    attr_int(&t, "kv_num_heads", 2);
+    CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_ERR_UNSUPPORTED);
+    CHECK_CONTAINS(e.msg, "'position_ids' is not supported");
+    done(&t.n, out);
+    ms(&t, BD_OP_MS_GroupQueryAttention, 7, 3);
+    attr_int(&t, "num_heads", 3);
+    attr_int(&t, "kv_num_heads", 2);
+    CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "num_heads (3) must be a positive multiple of kv_num_heads (2)");
+    bd_free(t.n.params);
+    ms(&t, BD_OP_MS_GroupQueryAttention, 7, 3);
+    attr_int(&t, "num_heads", 4);
+    attr_int(&t, "kv_num_heads", 2);
+    attr_int(&t, "smooth_softmax", 1);
+    CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_ERR_UNSUPPORTED);
+    bd_free(t.n.params);
+}
+
 int main(void)
 {
+    test_gqa_errors();
     test_mha_numbers();
     test_errors();
     return check_done();

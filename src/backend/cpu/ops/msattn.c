@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "ops/msattn.h"
+#include "ops/rope.h"
 
 /* dst (b, h, total, d) rows [at, at + rows) in float from src of dtype dt, read
  * as (b, rows, h * d) at row stride `row` (3-D) or (b, h, rows, d) (4-D),
@@ -142,6 +143,103 @@ fail:
     return st;
 }
 
+/* ---- GroupQueryAttention --------------------------------------------------------------- */
+
+/* Rotates the first rd dims of each (b, h, i) row of x (b, h, s, d) by
+ * position past_b + i of the caches (max_pos rows); fails past the caches. */
+static braid_status rotate(const bd_kernel *k, float *x, int64_t b, int64_t h, int64_t s, int64_t d, int64_t rd,
+                           const int64_t *past, int interleaved)
+{
+    const bd_tensor *cs = &k->in[7], *sn = &k->in[8];
+    int64_t half = rd / 2, max_pos = cs->dims[0];
+    for (int64_t bi = 0; bi < b; bi++)
+        for (int64_t hi = 0; hi < h; hi++)
+            for (int64_t i = 0; i < s; i++) {
+                int64_t pos = past[bi] + i;
+                if (pos < 0 || pos >= max_pos)
+                    return BD_FAIL(k->err, BRAID_ERR_INVALID_MODEL, "position %lld is outside the rotary caches' %lld rows",
+                                   (long long)pos, (long long)max_pos);
+                float *row = x + ((bi * h + hi) * s + i) * d;
+                for (int64_t cc = 0; cc < half; cc++) {
+                    int64_t i1, i2;
+                    bd_gqa_pair(interleaved, half, cc, &i1, &i2);
+                    double co = bd_attn_load(cs->dtype, cs->data, pos * half + cc), si = bd_attn_load(sn->dtype, sn->data, pos * half + cc);
+                    double x1 = row[i1], x2 = row[i2];
+                    row[i1] = (float)bd_rope_value(1, x1, x2, co, si);
+                    row[i2] = (float)bd_rope_value(0, x1, x2, co, si);
+                }
+            }
+    return BRAID_OK;
+}
+
+static braid_status gqa(const bd_kernel *k)
+{
+    braid_status st = BRAID_OK;
+    const bd_msattn_params *p = k->node->params;
+    bd_msattn_geom g;
+    float *qb = NULL, *kn = NULL, *vn = NULL, *kb = NULL, *vb = NULL;
+    int64_t *past = NULL;
+    BD_TRY(bd_msattn_geometry(k->node, k->in, &g, k->err));
+    const int32_t *sl = k->in[5].data;
+    past = bd_malloc((size_t)(g.b + 1) * sizeof *past);
+    BD_CHECK_ALLOC(k->err, past);
+    for (int64_t b = 0; b < g.b; b++) {
+        past[b] = bd_gqa_past(sl, b, g.s, g.has_past);
+        if (past[b] < 0 || past[b] + g.s > g.t || (int64_t)sl[b] + 1 > g.t || sl[b] < 0) {
+            st = BD_FAIL(k->err, BRAID_ERR_INVALID_MODEL, "seqlens_k[%lld] = %d does not fit %lld new tokens in a present "
+                         "of %lld", (long long)b, sl[b], (long long)g.s, (long long)g.t);
+            goto fail;
+        }
+    }
+    int64_t hd = g.n * g.h, kvd = g.hkv * g.h, w = g.packed ? hd + 2 * kvd : hd;
+    int64_t nq = g.b * g.n * g.s * g.h, nn = g.b * g.hkv * g.s * g.h, nt = g.b * g.hkv * g.t * g.h;
+    qb = bd_malloc((size_t)(nq + 1) * sizeof *qb), kn = bd_malloc((size_t)(nn + 1) * sizeof *kn);
+    vn = bd_malloc((size_t)(nn + 1) * sizeof *vn), kb = bd_malloc((size_t)(nt + 1) * sizeof *kb);
+    vb = bd_malloc((size_t)(nt + 1) * sizeof *vb);
+    BD_CHECK_ALLOC(k->err, qb && kn && vn && kb && vb);
+    const bd_tensor *q = &k->in[0];
+    size_t es = bd_dtype_size(q->dtype);
+    gather(qb, g.s, 0, q->dtype, q->data, 1, w, NULL, g.b, g.n, g.s, g.h);
+    if (g.packed) {
+        gather(kn, g.s, 0, q->dtype, (const char *)q->data + (size_t)hd * es, 1, w, NULL, g.b, g.hkv, g.s, g.h);
+        gather(vn, g.s, 0, q->dtype, (const char *)q->data + (size_t)(hd + kvd) * es, 1, w, NULL, g.b, g.hkv, g.s, g.h);
+    } else {
+        gather(kn, g.s, 0, k->in[1].dtype, k->in[1].data, 1, kvd, NULL, g.b, g.hkv, g.s, g.h);
+        gather(vn, g.s, 0, k->in[2].dtype, k->in[2].data, 1, kvd, NULL, g.b, g.hkv, g.s, g.h);
+    }
+    if (p->do_rotary) {
+        BD_TRY(rotate(k, qb, g.b, g.n, g.s, g.h, g.rd, past, p->rotary_interleaved));
+        BD_TRY(rotate(k, kn, g.b, g.hkv, g.s, g.h, g.rd, past, p->rotary_interleaved));
+    }
+    for (int64_t i = 0; i < nt; i++) { /* present: the past's rows, the new rows, zeros */
+        int64_t c = i % g.h, j = (i / g.h) % g.t, h = (i / (g.h * g.t)) % g.hkv, b = i / (g.h * g.t * g.hkv);
+        int which;
+        int64_t at = bd_gqa_present_at(b, h, j, c, g.hkv, g.p, g.s, g.h, past[b], &which);
+        kb[i] = which < 0 ? 0.0f : which ? kn[at] : (float)bd_attn_load(k->in[3].dtype, k->in[3].data, at);
+        vb[i] = which < 0 ? 0.0f : which ? vn[at] : (float)bd_attn_load(k->in[4].dtype, k->in[4].data, at);
+    }
+    for (int o = 1; o <= 2 && o < k->n_out; o++)
+        if (k->out[o].data) bd_la_from_f32(k->out[o].dtype, o == 1 ? kb : vb, k->out[o].data, nt);
+    bd_sdpa s = {.b = g.b, .hq = g.n, .hkv = g.hkv, .sq = g.s, .stot = g.t, .d = g.h, .dv = g.h,
+                 .cdt = BRAID_DTYPE_FLOAT, .q = qb, .k = kb, .v = vb, .softcap = p->softcap, .kv_len = sl,
+                 .kv_len_dt = BRAID_DTYPE_INT32, .kv_len_add = 1, .offset_from_len = g.has_past,
+                 .causal = p->causal, .left = p->local_window > 0 ? p->local_window - 1 : -1, .right = -1,
+                 .masked = -INFINITY, .causal_masked = -INFINITY};
+    s.q_st[0] = g.n * g.s * g.h, s.q_st[1] = g.s * g.h, s.q_st[2] = g.h;
+    s.k_st[0] = s.v_st[0] = g.hkv * g.t * g.h, s.k_st[1] = s.v_st[1] = g.t * g.h, s.k_st[2] = s.v_st[2] = g.h;
+    s.y_st[0] = g.s * hd, s.y_st[1] = g.h, s.y_st[2] = hd;
+    s.alpha = p->scale != 0.0f ? (double)p->scale : (double)(1.0f / sqrtf((float)g.h));
+    BD_TRY(run_sdpa(k, &s, &k->out[0]));
+fail:
+    bd_free(past);
+    bd_free(qb);
+    bd_free(kn);
+    bd_free(vn);
+    bd_free(kb);
+    bd_free(vb);
+    return st;
+}
+
 /* ---- EmbedLayerNormalization -------------------------------------------------------- */
 
 static braid_status embed_layer_norm(const bd_kernel *k)
@@ -209,6 +307,7 @@ braid_status bd_cpu_msattn(const bd_kernel *k)
     case BD_OP_MS_MultiHeadAttention: return mha(k);
     case BD_OP_MS_Attention: return attention_ms(k);
     case BD_OP_MS_EmbedLayerNormalization: return embed_layer_norm(k);
+    case BD_OP_MS_GroupQueryAttention: return gqa(k);
     default: return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the msattn family", k->node->op_type);
     }
 }
