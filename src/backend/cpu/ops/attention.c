@@ -53,6 +53,64 @@ static void softmax_half(int dt, float *x, int64_t n)
     for (int64_t j = 0; j < n; j++) x[j] = bd_sdpa_round(dt, x[j] / sum);
 }
 
+/* 1 when the row's bias can take the fast path: every rule masks with -inf
+ * (ONNX) and there is no second bias, so the causal/window/length rules are
+ * one interval of kept keys and only the mask needs values. */
+static int bias_fast(const bd_sdpa *s)
+{
+    return s->masked == -INFINITY && s->causal_masked == -INFINITY && !s->bias2;
+}
+
+/* The interval [lo, hi) of keys that the causal, window, length and
+ * mask-length rules keep for query row i: the same as bd_sdpa_bias gives
+ * 0 (not -inf) for, before the mask's values. */
+static void kept(const bd_sdpa *s, int64_t i, int64_t len, int64_t off, int64_t *lo, int64_t *hi)
+{
+    int64_t a = 0, z = BD_MIN(s->stot, len), p = i + off;
+    if (s->mask) z = BD_MIN(z, s->mask_kv);
+    if (s->causal) z = BD_MIN(z, p + 1);
+    if (s->right >= 0) z = BD_MIN(z, p + s->right + 1);
+    if (s->left >= 0) a = BD_MAX(a, p - s->left);
+    *lo = BD_MAX(a, (int64_t)0), *hi = BD_MAX(z, *lo);
+}
+
+/* The fast bias of one row of type T: -inf outside the kept interval, the
+ * mask's values inside (typed loops for float and bool masks). Returns 1
+ * when every key is masked. */
+#define DEF_BIAS(T, N)                                                                                         \
+    static int bias_##N(const bd_sdpa *s, T *x, int64_t b, int64_t h, int64_t i, int64_t len, int64_t off)    \
+    {                                                                                                          \
+        int64_t lo, hi, n = s->stot;                                                                           \
+        kept(s, i, len, off, &lo, &hi);                                                                        \
+        for (int64_t j = 0; j < lo; j++) x[j] = -INFINITY;                                                     \
+        for (int64_t j = hi; j < n; j++) x[j] = -INFINITY;                                                     \
+        if (!s->mask) return lo >= hi;                                                                         \
+        int all = 1;                                                                                           \
+        int64_t base = b * s->m_st[0] + h * s->m_st[1] + i * s->m_st[2], js = s->m_st[3];                      \
+        if (s->mask_dt == BRAID_DTYPE_BOOL) {                                                                  \
+            const uint8_t *m = (const uint8_t *)s->mask + base;                                                \
+            for (int64_t j = lo; j < hi; j++) {                                                                \
+                x[j] = m[j * js] ? x[j] : (T)-INFINITY;                                                        \
+                all &= !m[j * js];                                                                             \
+            }                                                                                                  \
+        } else if (s->mask_dt == BRAID_DTYPE_FLOAT && !s->mask_flags) {                                        \
+            const float *m = (const float *)s->mask + base;                                                    \
+            for (int64_t j = lo; j < hi; j++) {                                                                \
+                x[j] = (T)((double)x[j] + m[j * js]);                                                          \
+                all &= m[j * js] == -INFINITY;                                                                 \
+            }                                                                                                  \
+        } else {                                                                                               \
+            for (int64_t j = lo; j < hi; j++) {                                                                \
+                double bias = bd_sdpa_bias(s, b, h, i, j, len, off);                                          \
+                all &= bias == -INFINITY;                                                                      \
+                x[j] = (T)((double)x[j] + bias);                                                               \
+            }                                                                                                  \
+        }                                                                                                      \
+        return all;                                                                                            \
+    }
+DEF_BIAS(float, f)
+DEF_BIAS(double, d)
+
 /* One score row, in place: softcap, bias, softmax, zero when fully masked,
  * the qk output of the chosen mode. T is the compute type; the softmax runs
  * in double when sm_dt asks (then tmp holds the exponentials). */
@@ -74,12 +132,17 @@ static void softmax_half(int dt, float *x, int64_t n)
         }                                                                                                      \
         if (s->qk && s->qk_mode == 1) put_qk(s, b, h, i, x, DBL);                                              \
         int all_masked = 1;                                                                                    \
-        for (int64_t j = 0; j < n; j++) {                                                                      \
-            double bias = bd_sdpa_bias(s, b, h, i, j, len, off);                                              \
-            all_masked &= bias == -INFINITY;                                                                   \
-            x[j] = (T)((double)x[j] + bias);                                                                   \
-            if (emu) x[j] = (T)bd_sdpa_round(emu, (float)x[j]);                                                \
+        if (bias_fast(s)) {                                                                                    \
+            all_masked = bias_##N(s, x, b, h, i, len, off);                                                    \
+        } else {                                                                                               \
+            for (int64_t j = 0; j < n; j++) {                                                                  \
+                double bias = bd_sdpa_bias(s, b, h, i, j, len, off);                                          \
+                all_masked &= bias == -INFINITY;                                                               \
+                x[j] = (T)((double)x[j] + bias);                                                               \
+            }                                                                                                  \
         }                                                                                                      \
+        if (emu)                                                                                               \
+            for (int64_t j = 0; j < n; j++) x[j] = (T)bd_sdpa_round(emu, (float)x[j]);                         \
         if (s->qk && s->qk_mode == 2) put_qk(s, b, h, i, x, DBL);                                              \
         if (all_masked) {                                                                                      \
             for (int64_t j = 0; j < n; j++) x[j] = 0;                                                          \
@@ -98,7 +161,7 @@ static void softmax_half(int dt, float *x, int64_t n)
             T mx = -INFINITY, sum = 0;                                                                         \
             for (int64_t j = 0; j < n; j++) mx = x[j] > mx ? x[j] : mx;                                        \
             if (mx == -INFINITY) mx = 0;                                                                       \
-            for (int64_t j = 0; j < n; j++) x[j] = EXP_##N(x[j] - mx);                                         \
+            for (int64_t j = 0; j < n; j++) x[j] = x[j] == (T)-INFINITY ? (T)0 : EXP_##N(x[j] - mx);             \
             for (int64_t j = 0; j < n; j++) sum += x[j];                                                       \
             T r = sum == 0 ? (T)1 : (T)1 / sum;                                                                \
             for (int64_t j = 0; j < n; j++) x[j] *= r;                                                         \
