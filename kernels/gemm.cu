@@ -8,6 +8,7 @@
 #include <limits.h>
 
 #include "common.cuh"
+#include "la.cuh"
 
 extern "C" {
 #include "ops/gemm.h"
@@ -187,6 +188,9 @@ static braid_status matmul(const bd_cuda_kernel *k)
 extern "C" braid_status bd_cuda_gemm(const bd_cuda_kernel *k)
 {
     if (!k->node->params) return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "attributes were not parsed");
+    int dt = k->in[0].dtype; /* other dtypes than these: gemm_dtypes.cu */
+    if (dt != BRAID_DTYPE_FLOAT && !(k->node->op == BD_OP_MatMul && (dt == BRAID_DTYPE_INT32 || dt == BRAID_DTYPE_INT64)))
+        return bd_cuda_gemm_dtypes(k);
     switch (k->node->op) {
     case BD_OP_Gemm:
         if (k->in[0].dtype != BRAID_DTYPE_FLOAT)

@@ -82,3 +82,8 @@ if(NOT BRAID_SANITIZE)
   set_tests_properties(python/rnn PROPERTIES LABELS "python" TIMEOUT 600
     ENVIRONMENT "BRAID_LIB=$<TARGET_FILE:braid>;BRAID_BIN=${BRAID_BIN};BRAID_TEST_TMP=${CMAKE_BINARY_DIR}/tmp")
 endif()
+# The com.microsoft transformer ops (FusedMatMul, FusedGemm, MultiHeadAttention,
+# Attention, EmbedLayerNormalization, RotaryEmbedding) against onnxruntime.
+add_test(NAME unit/contrib_attention COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_contrib_attention.py ${BRAID_BIN}
+         ${CMAKE_BINARY_DIR}/tmp/contrib_attention)
+set_tests_properties(unit/contrib_attention PROPERTIES LABELS unit TIMEOUT 600)

@@ -5,6 +5,11 @@
 
 #include <string.h>
 
+/* The dtypes of Gemm and MatMul (opset 13): the float kinds and the 32/64-bit integers. */
+#define BD_GEMM_DTYPES                                                                             \
+    BRAID_DTYPE_FLOAT, BRAID_DTYPE_DOUBLE, BRAID_DTYPE_FLOAT16, BRAID_DTYPE_BFLOAT16, BRAID_DTYPE_INT32,  \
+        BRAID_DTYPE_INT64, BRAID_DTYPE_UINT32, BRAID_DTYPE_UINT64
+
 braid_status bd_gemm_parse(bd_node *n, bd_err *e)
 {
     braid_status st = BRAID_OK;
@@ -66,7 +71,7 @@ static braid_status gemm_infer(const bd_node *n, const bd_tensor *in, bd_tensor 
     const bd_tensor *a = &in[0], *b = &in[1], *c = n->n_in > 2 ? &in[2] : NULL;
     char sa[160], sb[160];
     if (!p) return BD_FAIL(e, BRAID_ERR_INTERNAL, "attributes were not parsed");
-    braid_status st = bd_expect_dtype(a, "input A", e, BRAID_DTYPE_FLOAT, 0);
+    braid_status st = bd_expect_dtype(a, "input A", e, BD_GEMM_DTYPES, 0);
     if (st) return st;
     if (b->dtype != a->dtype || (c && c->dtype != BRAID_DTYPE_UNDEFINED && c->dtype != a->dtype))
         return BD_FAIL(e, BRAID_ERR_DTYPE, "input A is %s but B is %s%s%s; they must match",
@@ -93,7 +98,7 @@ static braid_status gemm_infer(const bd_node *n, const bd_tensor *in, bd_tensor 
                            "(%lld, %lld)", bd_shape_str(c, sa, sizeof sa), (long long)m,
                            (long long)nn);
     }
-    out[0].dtype = BRAID_DTYPE_FLOAT;
+    out[0].dtype = a->dtype;
     out[0].rank = 2;
     out[0].dims[0] = m;
     out[0].dims[1] = nn;
@@ -105,8 +110,7 @@ braid_status bd_gemm_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out
     if (n->op == BD_OP_Gemm) return gemm_infer(n, in, out, e);
     if (n->op != BD_OP_MatMul)
         return BD_FAIL(e, BRAID_ERR_INTERNAL, "op %s is not in the gemm family", n->op_type);
-    braid_status st = bd_expect_dtype(&in[0], "input A", e, BRAID_DTYPE_FLOAT,
-                                      BRAID_DTYPE_INT32, BRAID_DTYPE_INT64, 0);
+    braid_status st = bd_expect_dtype(&in[0], "input A", e, BD_GEMM_DTYPES, 0);
     if (st) return st;
     if (in[0].dtype != in[1].dtype)
         return BD_FAIL(e, BRAID_ERR_DTYPE, "input A is %s but B is %s; they must match",

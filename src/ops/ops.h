@@ -17,7 +17,8 @@ extern "C" {
     X(conv) X(gemm) X(norm) X(binary) X(unary) X(pool) X(softmax) X(reduce) X(shape) X(layout)     \
     X(generate) X(resize) X(control) X(rnn) X(quant) X(qgemm) X(qlinear) X(index) X(loss)         \
     X(vision) X(signal) X(attention) X(linalg) X(sequence) X(string) X(scatter) X(select) X(random) \
-    X(cumulative) X(topk) X(layernorm) X(activation) X(cast) X(im2col)
+    X(cumulative) X(topk) X(layernorm) X(activation) X(cast) X(im2col)       \
+    X(rope) X(linattn) X(msattn)
 
 typedef enum bd_family {
 #define X(f) BD_FAM_##f,

@@ -4,6 +4,7 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/parallel.h"
 #include "ops/gemm.h"
+#include "la.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -122,6 +123,9 @@ braid_status bd_cpu_gemm(const bd_kernel *k)
 {
     if (!k->node->params)
         return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "attributes were not parsed");
+    int dt = k->in[0].dtype; /* other dtypes than these: gemm_dtypes.c */
+    if (dt != BRAID_DTYPE_FLOAT && !(k->node->op == BD_OP_MatMul && (dt == BRAID_DTYPE_INT32 || dt == BRAID_DTYPE_INT64)))
+        return bd_cpu_gemm_dtypes(k);
     switch (k->node->op) {
     case BD_OP_Gemm:
         if (k->in[0].dtype != BRAID_DTYPE_FLOAT)
