@@ -391,8 +391,8 @@ done:
         return;
     }
     /* One bad request must not fail the others: run each on its own. */
-    BT_LOG(TRITONSERVER_LOG_VERBOSE, "braid: a run of %d requests failed (%s); running them one by one", n,
-           TRITONSERVER_ErrorMessage(e));
+    BT_LOG(TRITONSERVER_LOG_WARN, "braid: instance '%s': a run of %d requests failed (%s); running them one by one",
+           x->name, n, TRITONSERVER_ErrorMessage(e));
     TRITONSERVER_ErrorDelete(e);
     for (int k = 0; k < n; k++) run_group(instance, x, q, &ids[k], 1, exec_start);
 }
