@@ -12,11 +12,11 @@
 #include <stdint.h>
 
 /* The backend API version this backend is written against: the major must
- * equal the server's, and the server's minor must be at least this. 1.19 is
- * the API of Triton 2.51 (the server scripts/setup installs); nothing braid
- * calls is newer than 1.6. */
+ * equal the server's, and the server's minor must be at least this. Every
+ * function braid calls is in API 1.4 (Triton of late 2020); 1.19 is that of
+ * Triton 2.51, the server scripts/setup installs and the tests run. */
 #define BT_API_MAJOR 1
-#define BT_API_MINOR 6
+#define BT_API_MINOR 4
 
 #define BT_EXPORT __attribute__((visibility("default")))
 
