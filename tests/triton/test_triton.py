@@ -94,7 +94,13 @@ def make_repo(repo, gen, real):
     if os.path.exists(cls):
         w(repo, "cls", cls, 'backend: "braid"\ndynamic_batching { max_queue_delay_microseconds: 20000 }\n')
     # an id out of range fails braid's Gather: one bad request among good ones of the same shape
-    w(repo, "gather", make_gather(repo), 'backend: "braid"\ndynamic_batching { max_queue_delay_microseconds: 200000 }\n')
+    gather = make_gather(repo)
+    w(repo, "gather", gather, 'backend: "braid"\ndynamic_batching { max_queue_delay_microseconds: 200000 }\n')
+    # ragged batches: Triton hands requests of different lengths to one Execute, the backend groups them
+    w(repo, "gather_ragged", gather, 'backend: "braid"\nmax_batch_size: 8\n'
+      'input [ { name: "ids" data_type: TYPE_INT64 dims: [ -1 ] allow_ragged_batch: true } ]\n'
+      'output [ { name: "y" data_type: TYPE_FP32 dims: [ -1, 8 ] } ]\n'
+      'dynamic_batching { max_queue_delay_microseconds: 300000 }\n')
     # refused at load
     w(repo, "bad_param", tca, 'backend: "braid"\nparameters { key: "streamz" value: { string_value: "2" } }\n')
     w(repo, "bad_dtype", tca, FULL_TCA.replace("TYPE_FP32", "TYPE_FP16", 1) % ("16, 32, 32", "32, 32, 32"))
@@ -103,15 +109,15 @@ def make_repo(repo, gen, real):
 
 
 def make_gather(repo):
-    """ids (N x 4, int64) -> Relu(Gather(table[10 x 8], ids)): N x 4 x 8."""
+    """ids (N x L, int64) -> Relu(Gather(table[10 x 8], ids)): N x L x 8."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     table = numpy_helper.from_array(np.arange(-40, 40, dtype=np.float32).reshape(10, 8), "table")
     g = helper.make_graph([helper.make_node("Gather", ["table", "ids"], ["emb"], axis=0),
                            helper.make_node("Relu", ["emb"], ["y"])], "gather",
-                          [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 8])], [table])
+                          [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", "L"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "L", 8])], [table])
     path = os.path.join(repo, "gather.onnx")
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), path)
     return path
@@ -282,6 +288,27 @@ def run_tests(srv, repo, have_cls, lib):
         n_ok = many("cls", [(1, 3, 48, 192), (1, 3, 48, 160), (2, 3, 48, 192), (1, 3, 32, 100)], 64)
         check(n_ok == 64, f"cls: 64 concurrent requests of four shapes, {n_ok} matched onnxruntime")
 
+    # requests of two lengths in one Execute (ragged batching): grouped by shape, two braid runs
+    lens = [3, 5, 3, 5, 5, 3, 3, 5]
+    rag = [rng.integers(0, 10, (1, n)).astype(np.int64) for n in lens]
+    before = stats(c, "gather_ragged")
+
+    def send_rag(arr):
+        cl = srv.http()
+        try:
+            return infer_http(cl, "gather_ragged", {"ids": arr})["y"]
+        finally:
+            cl.close()
+
+    with cf.ThreadPoolExecutor(8) as ex:
+        res = [f.result(timeout=120) for f in [ex.submit(send_rag, a) for a in rag]]
+    check(all(np.array_equal(r, ref.run("gather_ragged", {"ids": a})["y"]) for r, a in zip(res, rag)),
+          "gather_ragged: 8 requests of lengths 3 and 5 sent at once, each answered with its own rows")
+    after = stats(c, "gather_ragged")
+    sizes = {int(b["batch_size"]): int(b["compute_infer"]["count"]) for b in after["batch_stats"]}
+    check(max(sizes) <= 4 and max(sizes) > 1,
+          f"gather_ragged: braid runs over requests of one length only, several at a time (runs by rows: {sizes})")
+
     # ---- bad requests ----
     for what, feeds in [("a float64 input", {"x": x.astype(np.float64)}), ("no inputs", {})]:
         try:
@@ -349,7 +376,7 @@ def run_tests(srv, repo, have_cls, lib):
 
     # ---- unload and load again ----
     s0, m0 = live_counts(srv.log_text())
-    check(s0 is not None and s0 >= 9, f"the backend reports its live sessions ({s0}) and models ({m0})")
+    check(s0 is not None and s0 >= 10, f"the backend reports its live sessions ({s0}) and models ({m0})")
     for cycle in range(3):
         c.unload_model("inception")
         text = srv.wait_log(lambda t: t.count("model 'inception' version 1 unloaded") > cycle)
@@ -399,7 +426,7 @@ def main():
     have_cls = make_repo(repo, a.models, a.real)
     if not have_cls:
         print("note: models/real/ch_ppocr_mobile_v2.0_cls_infer.onnx is not fetched (scripts/fetch-models): the real model is left out")
-    load = ["tca", "tca_db", "tca_nodb", "tca_any", "gather", "residual", "inception"] + (["cls"] if have_cls else [])
+    load = ["tca", "tca_db", "tca_nodb", "tca_any", "gather", "gather_ragged", "residual", "inception"] + (["cls"] if have_cls else [])
     srv = tritonrun.Server(binary, repo, a.backends, os.path.join(a.tmp, "tritonserver.log"), load=load,
                            extra=["--backend-config=default-max-batch-size=8"])
     rc = None
