@@ -165,6 +165,29 @@ def infer_grpc(client, model, feeds, outputs=None):
     return {o.name: r.as_numpy(o.name) for o in r.get_response().outputs}
 
 
+def burst(srv, model, name, arrays):
+    """Sends one request per array at once (clients made first, then a
+    barrier), so that Triton's queue delay batches them; returns each
+    request's output y, or the exception it raised."""
+    import threading
+    clients = [srv.http() for _ in arrays]
+    gate = threading.Barrier(len(arrays))
+
+    def send(k):
+        gate.wait(timeout=60)
+        try:
+            return infer_http(clients[k], model, {name: arrays[k]})["y"]
+        except Exception as e:  # the error response, kept as the result
+            return e
+
+    try:
+        with cf.ThreadPoolExecutor(len(arrays)) as ex:
+            return [f.result(timeout=120) for f in [ex.submit(send, k) for k in range(len(arrays))]]
+    finally:
+        for c in clients:
+            c.close()
+
+
 def live_counts(text):
     s = re.findall(r"sessions alive: (\d+)", text)
     m = re.findall(r"models alive: (\d+)", text)
@@ -291,20 +314,10 @@ def run_tests(srv, repo, have_cls, lib):
     # requests of two lengths in one Execute (ragged batching): grouped by shape, two braid runs
     lens = [3, 5, 3, 5, 5, 3, 3, 5]
     rag = [rng.integers(0, 10, (1, n)).astype(np.int64) for n in lens]
-    before = stats(c, "gather_ragged")
-
-    def send_rag(arr):
-        cl = srv.http()
-        try:
-            return infer_http(cl, "gather_ragged", {"ids": arr})["y"]
-        finally:
-            cl.close()
-
-    with cf.ThreadPoolExecutor(8) as ex:
-        res = [f.result(timeout=120) for f in [ex.submit(send_rag, a) for a in rag]]
+    res = burst(srv, "gather_ragged", "ids", rag)
     check(all(np.array_equal(r, ref.run("gather_ragged", {"ids": a})["y"]) for r, a in zip(res, rag)),
           "gather_ragged: 8 requests of lengths 3 and 5 sent at once, each answered with its own rows")
-    after = stats(c, "gather_ragged")
+    after = stats(c, "gather_ragged")  # a fresh model: only these requests
     sizes = {int(b["batch_size"]): int(b["compute_infer"]["count"]) for b in after["batch_stats"]}
     check(max(sizes) <= 4 and max(sizes) > 1,
           f"gather_ragged: braid runs over requests of one length only, several at a time (runs by rows: {sizes})")
@@ -327,21 +340,9 @@ def run_tests(srv, repo, have_cls, lib):
     goods = [rng.standard_normal((1, 16, 32, 32), dtype=np.float32) for _ in range(7)]
     want = [ref.run("tca_any", {"x": g})["y"] for g in goods]
     before = stats(c, "tca_any")
-
-    def send(arr):
-        cl = srv.http()
-        try:
-            return infer_http(cl, "tca_any", {"x": arr})["y"]
-        except Exception as e:
-            return e
-        finally:
-            cl.close()
-
-    with cf.ThreadPoolExecutor(8) as ex:
-        futs = [ex.submit(send, a) for a in goods[:3] + [bad] + goods[3:]]
-        res = [f.result(timeout=120) for f in futs]
+    res = burst(srv, "tca_any", "x", goods[:3] + [bad] + goods[3:])
     got_bad = res.pop(3)
-    check(isinstance(got_bad, Exception) and "braid" in str(got_bad), "tca_any: the bad request of a batch gets braid's error")
+    check(isinstance(got_bad, Exception) and "braid" in str(got_bad), "tca_any: the bad request sent at once with good ones gets braid's error")
     check(all(not isinstance(r, Exception) and np.allclose(r, w, rtol=1e-4, atol=1e-3) for r, w in zip(res, want)),
           "tca_any: the 7 good requests sent with it get their outputs")
     after = stats(c, "tca_any")
@@ -352,18 +353,7 @@ def run_tests(srv, repo, have_cls, lib):
     ids = [rng.integers(0, 10, (1, 4)).astype(np.int64) for _ in range(7)]
     bad_ids = np.array([[1, 2, 99, 3]], dtype=np.int64)
 
-    def send_ids(arr):
-        cl = srv.http()
-        try:
-            return infer_http(cl, "gather", {"ids": arr})["y"]
-        except Exception as e:
-            return e
-        finally:
-            cl.close()
-
-    with cf.ThreadPoolExecutor(8) as ex:
-        futs = [ex.submit(send_ids, a) for a in ids[:4] + [bad_ids] + ids[4:]]
-        res = [f.result(timeout=120) for f in futs]
+    res = burst(srv, "gather", "ids", ids[:4] + [bad_ids] + ids[4:])
     got_bad = res.pop(4)
     check(isinstance(got_bad, Exception) and "index 99 is out of range" in str(got_bad),
           f"gather: the request with id 99 gets braid's message ({str(got_bad)[:160]!r})")
