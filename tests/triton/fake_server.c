@@ -96,6 +96,7 @@ struct TRITONBACKEND_Request {
 };
 
 static int live_errors, live_messages;
+static TRITONSERVER_InstanceGroupKind instance_kind = TRITONSERVER_INSTANCEGROUPKIND_CPU;
 
 EXPORT TRITONSERVER_Error *TRITONSERVER_ErrorNew(TRITONSERVER_Error_Code code, const char *msg)
 {
@@ -211,12 +212,12 @@ EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelInstanceName(TRITONBACKEND_ModelIn
 EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelInstanceKind(TRITONBACKEND_ModelInstance *i,
                                                            TRITONSERVER_InstanceGroupKind *k)
 {
-    *k = TRITONSERVER_INSTANCEGROUPKIND_CPU;
+    *k = instance_kind;
     return NULL;
 }
 EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelInstanceDeviceId(TRITONBACKEND_ModelInstance *i, int32_t *d)
 {
-    *d = 0;
+    *d = instance_kind == TRITONSERVER_INSTANCEGROUPKIND_GPU ? 1 : 0;
     return NULL;
 }
 EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelInstanceModel(TRITONBACKEND_ModelInstance *i, TRITONBACKEND_Model **m)
@@ -566,6 +567,26 @@ int main(int argc, char **argv)
         CHECK(strstr(msg, "'reshape'") != NULL, "reshape is refused: %s", msg);
         msg = refused(repo, "{\"backend\":\"braid\",\"default_model_filename\":\"nothing.onnx\"}");
         CHECK(strstr(msg, "nothing.onnx") != NULL, "a missing model file is refused: %s", msg);
+        /* KIND_GPU: braid's CUDA backend on the instance's device; without a GPU
+         * (or without CUDA in this build) the instance is refused with braid's reason */
+        {
+            TRITONBACKEND_Model model = {.name = "tca", .repo = repo, .config = strdup("{\"backend\":\"braid\"}")};
+            TRITONBACKEND_ModelInstance inst = {.name = "tca_gpu_0", .model = &model};
+            if (ok_or_report(be.model_init(&model), "ModelInitialize")) {
+                instance_kind = TRITONSERVER_INSTANCEGROUPKIND_GPU;
+                TRITONSERVER_Error *e = be.inst_init(&inst);
+                instance_kind = TRITONSERVER_INSTANCEGROUPKIND_CPU;
+                if (e) {
+                    CHECK(strstr(e->msg, "CUDA") != NULL, "a KIND_GPU instance without a GPU is refused: %s", e->msg);
+                    TRITONSERVER_ErrorDelete(e);
+                } else {
+                    printf("note: a KIND_GPU instance was created (a GPU answers)\n");
+                    ok_or_report(be.inst_fini(&inst), "ModelInstanceFinalize");
+                }
+                ok_or_report(be.model_fini(&model), "ModelFinalize");
+            }
+            free(model.config);
+        }
         msg = refused(repo, "{\"backend\":\"braid\",\"input\":[}");
         CHECK(strstr(msg, "not JSON") != NULL, "a configuration that is not JSON is refused: %s", msg);
         ok_or_report(be.fini(&backend), "TRITONBACKEND_Finalize");
