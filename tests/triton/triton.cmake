@@ -30,3 +30,12 @@ if(BRAID_TRITON)
     set_tests_properties(valgrind/triton_fake PROPERTIES LABELS "valgrind;triton" FIXTURES_REQUIRED models TIMEOUT 600)
   endif()
 endif()
+
+# The backend's JSON reader and writer (src/triton/json.c) on its own.
+if(BRAID_TRITON)
+  add_executable(test_triton_json ${CMAKE_CURRENT_SOURCE_DIR}/triton/test_json.c ${CMAKE_SOURCE_DIR}/src/triton/json.c)
+  target_link_libraries(test_triton_json PRIVATE braid_static)
+  target_include_directories(test_triton_json PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  add_test(NAME triton/json COMMAND test_triton_json)
+  set_tests_properties(triton/json PROPERTIES LABELS "triton;unit" TIMEOUT 60)
+endif()
