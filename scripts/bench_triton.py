@@ -1,9 +1,10 @@
 """bench_triton.py (run by scripts/bench-triton): requests per second and
 p50/p99 latency of models served by tritonserver through braid's backend,
 with and without dynamic batching, at client concurrency 1, 4 and 16, beside
-onnxruntime called directly in-process on the same model by the same number
-of threads (Triton's own onnxruntime backend is not on PyPI, so it cannot be
-installed here). Prints a Markdown table.
+braid and onnxruntime called directly in-process on the same model by the
+same number of threads (braid: one session, as one Triton instance has; the
+difference is what serving costs). Triton's own onnxruntime backend is not on
+PyPI, so it cannot be installed here. Prints a Markdown table.
 
 Each client thread owns an HTTP client and sends one-row requests in a closed
 loop (the next request when the last one is answered) for --seconds after a
@@ -15,6 +16,7 @@ rounds. The clients run in this process, on the same cores as the server.
 Usage: bench-triton [--seconds 3] [--rounds 3] [--concurrency 1,4,16] [--models cls,inception]
 """
 import argparse
+import ctypes
 import os
 import sys
 import tempfile
@@ -48,6 +50,41 @@ MODELS = {
     "inception": (os.path.join(ROOT, "models", "gen", "inception", "model.onnx"), "x", (64, 28, 28),
                   "models/gen/inception (four towers), 1x64x28x28, batch dim made dynamic"),
 }
+
+
+class BraidDirect:
+    """braid in this process through ctypes (libbraid.so): one session, as
+    one Triton instance has; threads calling run() share it (runs on one
+    session take turns)."""
+
+    class Tensor(ctypes.Structure):
+        _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_int), ("dims", ctypes.c_int64 * 8),
+                    ("data", ctypes.c_void_p)]
+
+    def __init__(self, lib, model_path, x):
+        self.lib = ctypes.CDLL(lib)
+        vp = ctypes.c_void_p
+        for name, args in [("braid_model_load_file", [ctypes.c_char_p, ctypes.POINTER(vp)]),
+                           ("braid_session_create", [vp, vp, ctypes.POINTER(vp)]),
+                           ("braid_session_run", [vp, ctypes.c_int, ctypes.POINTER(self.Tensor), ctypes.c_int,
+                                                  ctypes.POINTER(self.Tensor)]),
+                           ("braid_session_destroy", [vp]), ("braid_model_destroy", [vp])]:
+            getattr(self.lib, name).argtypes = args
+        self.m, self.s = vp(), vp()
+        if self.lib.braid_model_load_file(model_path.encode(), ctypes.byref(self.m)) or \
+                self.lib.braid_session_create(self.m, None, ctypes.byref(self.s)):
+            raise RuntimeError(f"braid could not load {model_path}")
+        self.x = x
+        self.inp = self.Tensor(1, x.ndim, (ctypes.c_int64 * 8)(*x.shape), x.ctypes.data)
+
+    def run(self):
+        outs = (self.Tensor * 4)()
+        if self.lib.braid_session_run(self.s, 1, ctypes.byref(self.inp), 1, outs):
+            raise RuntimeError("braid_session_run failed")
+
+    def close(self):
+        self.lib.braid_session_destroy(self.s)
+        self.lib.braid_model_destroy(self.m)
 
 
 def closed_loop(make_call, conc, seconds, warmup):
@@ -98,6 +135,7 @@ def main():
     ap.add_argument("--concurrency", default="1,4,16")
     ap.add_argument("--models", default="cls,inception")
     ap.add_argument("--backends", default=os.path.join(ROOT, "build", "backends"))
+    ap.add_argument("--lib", default=os.path.join(ROOT, "build", "libbraid.so"))
     a = ap.parse_args()
     binary, why = tritonrun.find_server()
     if not binary:
@@ -136,8 +174,10 @@ def main():
                     return lambda: c.infer(served, [i])
                 return make
 
+            direct = BraidDirect(a.lib, files[m], x)
             runners = [("braid in Triton", triton_call(m)),
                        ("braid in Triton, dynamic batching", triton_call(m + "_db")),
+                       ("braid, called directly", lambda: direct.run),
                        ("onnxruntime, called directly", lambda: (lambda: sess.run(None, {name: x})))]
             for conc in concs:
                 # the runners take turns, round by round, so that the other
@@ -149,6 +189,7 @@ def main():
                 for label, _ in runners:
                     rows.append((m, label, conc) + summary(lat[label], a.seconds * a.rounds))
                     print("  ".join(str(v) for v in rows[-1]), file=sys.stderr)
+            direct.close()
     finally:
         srv.stop()
     print(f"| model | served by | clients | requests/s | p50 ms | p99 ms |")
