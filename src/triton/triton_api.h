@@ -99,7 +99,6 @@ TRITONSERVER_Error *TRITONSERVER_MessageSerializeToJson(TRITONSERVER_Message *me
                                                         const char **base, size_t *byte_size);
 
 TRITONSERVER_Error *TRITONBACKEND_ApiVersion(uint32_t *major, uint32_t *minor);
-TRITONSERVER_Error *TRITONBACKEND_BackendName(TRITONBACKEND_Backend *backend, const char **name);
 /* The message stays the server's. */
 TRITONSERVER_Error *TRITONBACKEND_BackendConfig(TRITONBACKEND_Backend *backend,
                                                 TRITONSERVER_Message **backend_config);
@@ -137,9 +136,6 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportBatchStatistics(
     TRITONBACKEND_ModelInstance *instance, const uint64_t batch_size, const uint64_t exec_start_ns,
     const uint64_t compute_start_ns, const uint64_t compute_end_ns, const uint64_t exec_end_ns);
 
-TRITONSERVER_Error *TRITONBACKEND_RequestInputCount(TRITONBACKEND_Request *request, uint32_t *count);
-TRITONSERVER_Error *TRITONBACKEND_RequestInputName(TRITONBACKEND_Request *request, const uint32_t index,
-                                                   const char **input_name);
 TRITONSERVER_Error *TRITONBACKEND_RequestInput(TRITONBACKEND_Request *request, const char *name,
                                                TRITONBACKEND_Input **input);
 TRITONSERVER_Error *TRITONBACKEND_RequestOutputCount(TRITONBACKEND_Request *request, uint32_t *count);

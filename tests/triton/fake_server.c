@@ -149,11 +149,6 @@ EXPORT TRITONSERVER_Error *TRITONBACKEND_ApiVersion(uint32_t *major, uint32_t *m
     *minor = 19;
     return NULL;
 }
-EXPORT TRITONSERVER_Error *TRITONBACKEND_BackendName(TRITONBACKEND_Backend *b, const char **name)
-{
-    *name = "braid";
-    return NULL;
-}
 EXPORT TRITONSERVER_Error *TRITONBACKEND_BackendConfig(TRITONBACKEND_Backend *b, TRITONSERVER_Message **msg)
 {
     *msg = &b->cfg;
