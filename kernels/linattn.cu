@@ -3,7 +3,7 @@
  * key/value head walking the tokens in order (its float32 state in device
  * scratch, phases separated by barriers: decay, delta correction, rank-1
  * write, the query heads' reads), and one thread per element for
- * CausalConvWithState and SwiGLU over the shared formulas. */
+ * CausalConvWithState over the shared formulas. */
 #include <math.h>
 
 #include "la.cuh"
@@ -96,7 +96,7 @@ static braid_status linear_attention(const bd_cuda_kernel *k)
     return BRAID_OK;
 }
 
-/* ---- CausalConvWithState, SwiGLU ------------------------------------------------------- */
+/* ---- CausalConvWithState ------------------------------------------------------- */
 
 /* Output element i = (row r, t < len) or, past len, present_state element. */
 static __global__ void conv_k(int dt, const void *__restrict__ x, const void *__restrict__ w, const void *__restrict__ bias,
@@ -125,12 +125,6 @@ static __global__ void conv_k(int dt, const void *__restrict__ x, const void *__
     }
 }
 
-static __global__ void swiglu_k(int dt, const void *__restrict__ a, const void *__restrict__ b, void *__restrict__ y,
-                                int64_t n, float alpha)
-{
-    BD_CU_LOOP(i, n) bd_la_st(dt, y, i, bd_swiglu(dt, bd_la_ld64(dt, a, i), bd_la_ld64(dt, b, i), alpha));
-}
-
 extern "C" braid_status bd_cuda_linattn(const bd_cuda_kernel *k)
 {
     const bd_linattn_params *p = (const bd_linattn_params *)k->node->params;
@@ -145,14 +139,6 @@ extern "C" braid_status bd_cuda_linattn(const bd_cuda_kernel *k)
             x->dtype, x->data, k->in[1].data, k->n_in > 2 ? k->in[2].data : NULL, k->n_in > 3 ? k->in[3].data : NULL,
             k->out[0].data, k->n_out > 1 ? k->out[1].data : NULL, rows, x->dims[1], len, kk, p->silu);
         BD_CU_CHECK_LAUNCH(k, "the causal convolution");
-        return BRAID_OK;
-    }
-    case BD_OP_SwiGLU: {
-        int64_t n = bd_numel(&k->out[0]);
-        if (n == 0) return BRAID_OK;
-        swiglu_k<<<bd_cu_grid(n), BD_CU_BLOCK, 0, k->stream>>>(k->in[0].dtype, k->in[0].data, k->in[1].data,
-                                                               k->out[0].data, n, p->alpha);
-        BD_CU_CHECK_LAUNCH(k, "SwiGLU");
         return BRAID_OK;
     }
     default: return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the linattn family", k->node->op_type);

@@ -2,7 +2,7 @@
  * family: LinearAttention (opset 27: the four update rules, grouped heads,
  * per-key or per-head decay, per-head or shared beta, optional past state of
  * its own dtype), CausalConvWithState (opset 27: bias, past state, silu or
- * swish) and SwiGLU (opset 28: alpha). */
+ * swish); SwiGLU is an activation (src/ops/activation.c). */
 #include "linattn.h"
 
 #include <string.h>
@@ -50,7 +50,6 @@ braid_status bd_linattn_parse(bd_node *n, bd_err *e)
         p->silu = strcmp(act, "none") != 0;
         break;
     }
-    case BD_OP_SwiGLU: BD_TRY(bd_attr_float(n, "alpha", 1.0f, &p->alpha, e)); break;
     default: st = BD_FAIL(e, BRAID_ERR_INTERNAL, "op %s is not in the linattn family", n->op_type); goto fail;
     }
 fail:
@@ -116,17 +115,6 @@ braid_status bd_linattn_infer(const bd_node *n, const bd_tensor *in, bd_tensor *
 {
     char s1[160], s2[160];
     int dt = in[0].dtype;
-    if (n->op == BD_OP_SwiGLU) {
-        if (!float_kind(dt) && dt != BRAID_DTYPE_DOUBLE)
-            return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "SwiGLU does not take dtype %s", bd_dtype_name(dt));
-        if (in[1].dtype != dt) return BD_FAIL(e, BRAID_ERR_DTYPE, "A is %s but B is %s", bd_dtype_name(dt), bd_dtype_name(in[1].dtype));
-        if (!bd_shape_equal(&in[0], &in[1]))
-            return BD_FAIL(e, BRAID_ERR_SHAPE, "A %s and B %s must have one shape (SwiGLU does not broadcast)",
-                           bd_shape_str(&in[0], s1, sizeof s1), bd_shape_str(&in[1], s2, sizeof s2));
-        out[0] = in[0];
-        out[0].data = NULL;
-        return BRAID_OK;
-    }
     if (!float_kind(dt)) return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "%s does not take dtype %s", n->op_type, bd_dtype_name(dt));
     for (int i = 1; i < n->n_in; i++) {
         if (!present(n, in, i)) continue;
@@ -165,7 +153,6 @@ braid_status bd_linattn_infer(const bd_node *n, const bd_tensor *in, bd_tensor *
 
 double bd_linattn_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out)
 {
-    if (n->op == BD_OP_SwiGLU) return 8.0 * (double)bd_numel(&out[0]);
     if (n->op == BD_OP_CausalConvWithState)
         return 2.0 * (double)bd_numel(&out[0]) * (double)(in[1].rank == 3 ? in[1].dims[2] : 1);
     bd_linattn_geom g;

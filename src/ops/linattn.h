@@ -4,7 +4,7 @@
  * ONNX added in opsets 27 and 28: LinearAttention (linear, gated, delta and
  * gated-delta recurrences over a (d_k x d_v) state per key/value head),
  * CausalConvWithState (a depthwise causal 1-D convolution that carries its
- * last k - 1 inputs) and SwiGLU. */
+ * last k - 1 inputs). */
 #ifndef BD_OPS_LINATTN_H
 #define BD_OPS_LINATTN_H
 
@@ -20,7 +20,6 @@ typedef struct bd_linattn_params {
     int64_t q_heads, kv_heads;
     float scale;            /* 0: 1 / sqrt(d_k) */
     int silu;               /* CausalConvWithState: activation silu/swish */
-    float alpha;            /* SwiGLU */
 } bd_linattn_params;
 
 /* LinearAttention's sizes (src/ops/linattn.c). */
@@ -38,20 +37,6 @@ static inline BD_HOST_DEVICE float bd_linattn_round(int dt, float v)
     if (dt == BRAID_DTYPE_FLOAT16) return bd_half_to_float_hd(bd_float_to_half(v));
     if (dt == BRAID_DTYPE_BFLOAT16) return bd_bf16_to_float(bd_float_to_bf16(v));
     return v;
-}
-
-/* SwiGLU: a * sigmoid(alpha a) * b in numpy's steps in dt (onnx's
- * reference): every operation rounded to float16/bfloat16, float32 for float;
- * double computes in double. */
-static inline BD_HOST_DEVICE double bd_swiglu(int dt, double a, double b, float alpha)
-{
-    if (dt == BRAID_DTYPE_DOUBLE) return a * (1.0 / (1.0 + exp(-(double)alpha * a))) * b;
-    float x = (float)a, t = bd_linattn_round(dt, -alpha * x);
-    t = bd_linattn_round(dt, expf(t));
-    t = bd_linattn_round(dt, 1.0f + t);
-    t = bd_linattn_round(dt, 1.0f / t);
-    t = bd_linattn_round(dt, x * t);
-    return bd_linattn_round(dt, t * (float)b);
 }
 
 /* CausalConvWithState: position p of the padded sequence of (b, c) is the

@@ -3,7 +3,7 @@
  * decay, a past state of another dtype, the present state), and results the
  * same at 1 and 4 threads; CausalConvWithState by hand (a past state longer
  * than the input, so the present state reaches into it; bias; silu);
- * SwiGLU by hand; the errors of a decay the rule forbids, head counts that
+ * the errors of a decay the rule forbids, head counts that
  * do not divide, mismatched shapes. */
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
@@ -163,33 +163,9 @@ static void test_causal_conv(void)
     bd_free(t.n.params);
 }
 
-static void test_swiglu(void)
-{
-    /* y = a sigmoid(alpha a) b: a = [0, 1, -2], b = [3, 2, 1], alpha 2 */
-    float a[3] = {0, 1, -2}, b[3] = {3, 2, 1};
-    tnode t;
-    tnode_init(&t, BD_OP_SwiGLU, 28, 2, 1);
-    attr_float(&t, "alpha", 2.0f);
-    bd_tensor in[2] = {tensor(F32, 1, (int64_t[]){3}, a), tensor(F32, 1, (int64_t[]){3}, b)}, out[1] = {0};
-    bd_err e = {0};
-    CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_OK);
-    const float *y = out[0].data;
-    CHECK(y[0] == 0.0f);
-    CHECK_NEAR(y[1], 2.0 / (1.0 + exp(-2.0)), 1e-6, 1e-6);
-    CHECK_NEAR(y[2], -2.0 / (1.0 + exp(4.0)), 1e-6, 1e-6);
-    done(&t.n, out);
-    /* shapes must be equal (no broadcasting) */
-    tnode_init(&t, BD_OP_SwiGLU, 28, 2, 1);
-    in[1] = tensor(F32, 2, (int64_t[]){1, 3}, b);
-    CHECK_EQ_INT(run(&t.n, in, out, &e), BRAID_ERR_SHAPE);
-    CHECK_CONTAINS(e.msg, "does not broadcast");
-    done(&t.n, out);
-}
-
 int main(void)
 {
     test_linear_attention();
     test_causal_conv();
-    test_swiglu();
     return check_done();
 }

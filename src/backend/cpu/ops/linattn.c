@@ -2,7 +2,7 @@
  * recurrence token by token in float32 (as onnx's reference does, whatever
  * the dtype), one key/value head's (d_k x d_v) state per work item: decay,
  * delta correction, the rank-1 write, then the reads of the query heads that
- * share it. CausalConvWithState and SwiGLU are element loops over the shared
+ * share it. CausalConvWithState is an element loop over the shared
  * formulas of src/ops/linattn.h, split across threads. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3", "no-trapping-math", "no-math-errno")
@@ -97,7 +97,7 @@ static braid_status linear_attention(const bd_kernel *k)
     return BRAID_OK;
 }
 
-/* ---- CausalConvWithState, SwiGLU ------------------------------------------------------- */
+/* ---- CausalConvWithState ------------------------------------------------------- */
 
 typedef struct elem_job {
     const bd_kernel *k;
@@ -139,28 +139,6 @@ static void conv_rows(void *vj, int64_t begin, int64_t end)
     }
 }
 
-/* Elements [begin, end) of SwiGLU; float32 in a loop that vectorizes. */
-static void swiglu_items(void *vj, int64_t begin, int64_t end)
-{
-    const bd_kernel *k = ((elem_job *)vj)->k;
-    const bd_linattn_params *p = k->node->params;
-    int dt = k->in[0].dtype;
-    if (dt == BRAID_DTYPE_FLOAT) {
-        const float *a = k->in[0].data, *b = k->in[1].data;
-        float *y = k->out[0].data, al = p->alpha;
-        for (int64_t i = begin; i < end; i++) y[i] = a[i] * (1.0f / (1.0f + bd_vexpf(-al * a[i]))) * b[i];
-        return;
-    }
-    for (int64_t i = begin; i < end; i++) {
-        double v = bd_swiglu(dt, bd_attn_load(dt, k->in[0].data, i), bd_attn_load(dt, k->in[1].data, i), p->alpha);
-        if (dt == BRAID_DTYPE_DOUBLE) ((double *)k->out[0].data)[i] = v;
-        else {
-            float f = (float)v;
-            bd_la_from_f32(dt, &f, (char *)k->out[0].data + (size_t)i * 2, 1);
-        }
-    }
-}
-
 braid_status bd_cpu_linattn(const bd_kernel *k)
 {
     if (!k->node->params) return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "attributes were not parsed");
@@ -170,11 +148,6 @@ braid_status bd_cpu_linattn(const bd_kernel *k)
         elem_job j = {k};
         int64_t rows = k->in[0].dims[0] * k->in[0].dims[1], per = k->in[0].dims[2] * k->in[1].dims[2] + 1;
         bd_parallel_for(k->threads, rows, per >= (1 << 15) ? 1 : (1 << 15) / per + 1, conv_rows, &j);
-        return BRAID_OK;
-    }
-    case BD_OP_SwiGLU: {
-        elem_job j = {k};
-        bd_parallel_for(k->threads, bd_numel(&k->out[0]), 1 << 15, swiglu_items, &j);
         return BRAID_OK;
     }
     default: return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the linattn family", k->node->op_type);
