@@ -50,6 +50,12 @@ static void test_hardmax(void)
 
 /* Softmax/LogSoftmax of 2 rows of 37 (past the 8 lanes) and of lines at
  * stride 5, in float16 and bfloat16, against double rounded once. */
+/* v rounded to float16 (bf 0) or bfloat16 (bf 1). */
+static double r16(int bf, double v)
+{
+    return bf ? bd_bf16_to_float(bd_float_to_bf16((float)v)) : bd_half_to_float(bd_float_to_half((float)v));
+}
+
 static void test_half(void)
 {
     enum { N = 2 * 37 * 5 };
@@ -74,11 +80,16 @@ static void test_half(void)
                     double mx = -INFINITY, s = 0;
                     for (int j = 0; j < len; j++) mx = fmax(mx, v[base + j * step]);
                     for (int j = 0; j < len; j++) s += exp(v[base + j * step] - mx);
+                    /* Softmax in the reference's steps, each rounded to the type */
+                    double s16 = 0;
+                    for (int j = 0; j < len; j++) s16 += r16(bf, exp(r16(bf, v[base + j * step] - mx)));
+                    s16 = r16(bf, s16);
                     for (int j = 0; j < len; j++) {
-                        double t = v[base + j * step] - mx, want = log_ ? t - log(s) : exp(t) / s;
+                        double t = v[base + j * step] - mx,
+                               want = log_ ? t - log(s) : r16(bf, exp(r16(bf, t))) / s16;
                         uint16_t got = ((uint16_t *)out.data)[base + j * step];
                         double g = bf ? bd_bf16_to_float(got) : bd_half_to_float(got);
-                        /* one rounding: within half an ulp of the type (a relative
+                        /* LogSoftmax, one rounding; Softmax, the last one: within half an ulp of the type (a relative
                          * 2^-9 for bfloat16, 2^-12 for float16, at most twice
                          * that below a power of two; half a subnormal step for
                          * float16), plus float32's error */

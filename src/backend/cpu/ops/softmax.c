@@ -4,7 +4,13 @@
  * from `axis` before); each of the outer * inner lines is normalized after
  * subtracting its maximum. Rows (inner == 1) take three passes: the max (8
  * lanes, vrow.h), exp and its sum in one, then the scale. float16 and
- * bfloat16 are computed in float32 and rounded once. Outer blocks are split
+ * bfloat16 Softmax is widened to float32 and rounded to its type after each
+ * of the reference's steps (x - max, exp, the sum, the quotient), as numpy
+ * computes them in onnx's reference: rounding once instead differs from it
+ * by an ulp in about one value in ten, which an expanded Attention then
+ * carries past the tolerance. LogSoftmax and Hardmax of these types are
+ * computed in float32 and rounded once (the reference's log of a rounded
+ * probability would turn small ones into -inf). Outer blocks are split
  * over threads; every line is done by one thread in a fixed order. */
 /* Vectorize the flat loops even in -O2 builds (GCC 12 at -O2 vectorizes only
  * loops whose trip count is known); selects and sqrt need no FP traps/errno. */
@@ -90,8 +96,30 @@ enum { SM_SOFTMAX, SM_LOG, SM_HARD };
 DEF_SOFTMAX(float, FLOAT, f)
 DEF_SOFTMAX(double, DOUBLE, )
 
+/* v rounded to the 16-bit float type dt and widened back. */
+static inline float rnd16(int dt, float v)
+{
+    return dt == BRAID_DTYPE_FLOAT16 ? bd_half_to_float_hd(bd_float_to_half(v)) : bd_bf16_to_float(bd_float_to_bf16(v));
+}
+
+/* Softmax of widened float16/bfloat16 lines in the reference's steps, each
+ * rounded to dt: t = x - max, e = exp(t), s = sum(e) (accumulated in float32,
+ * as numpy sums 16-bit floats), y = e / s. */
+static void softmax_steps16(int dt, const float *x, float *o, int64_t outer, int64_t n, int64_t inner)
+{
+    for (int64_t b = 0; b < outer; b++, x += n * inner, o += n * inner)
+        for (int64_t i = 0; i < inner; i++) {
+            float mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < n; j++) mx = BD_RED_MAX2(mx, x[j * inner + i]);
+            for (int64_t j = 0; j < n; j++) sum += o[j * inner + i] = rnd16(dt, expf(rnd16(dt, x[j * inner + i] - mx)));
+            sum = rnd16(dt, sum);
+            for (int64_t j = 0; j < n; j++) o[j * inner + i] = rnd16(dt, o[j * inner + i] / sum);
+        }
+}
+
 typedef struct sm_job {
     int dtype, mode; /* dtype: FLOAT or DOUBLE (the 16-bit types were widened) */
+    int dt16;        /* the 16-bit type that was widened, or 0 */
     const char *x;
     char *o;
     int64_t n, inner;
@@ -108,7 +136,9 @@ static void sm_range(void *vj, int64_t begin, int64_t end)
         j->failed = 1;
         return;
     }
-    if (j->dtype == BRAID_DTYPE_FLOAT)
+    if (j->dt16 && j->mode == SM_SOFTMAX)
+        softmax_steps16(j->dt16, (const float *)(j->x + off), (float *)(j->o + off), end - begin, j->n, j->inner);
+    else if (j->dtype == BRAID_DTYPE_FLOAT)
         softmax_FLOAT((const float *)(j->x + off), (float *)(j->o + off), end - begin, j->n, j->inner, j->mode,
                       tmp);
     else
@@ -131,7 +161,7 @@ braid_status bd_cpu_softmax(const bd_kernel *k)
     int64_t total = outer * n * inner;
     if (total == 0) return BRAID_OK;
     int mode = k->node->op == BD_OP_LogSoftmax ? SM_LOG : k->node->op == BD_OP_Hardmax ? SM_HARD : SM_SOFTMAX;
-    sm_job j = {half ? BRAID_DTYPE_FLOAT : dt, mode, x->data, k->out[0].data, n, inner, 0};
+    sm_job j = {half ? BRAID_DTYPE_FLOAT : dt, mode, half ? dt : 0, x->data, k->out[0].data, n, inner, 0};
     if (half) { /* x widened into the first half of wide, the result in the second */
         const uint16_t *h = x->data;
         wide = bd_malloc(2 * (size_t)total * sizeof *wide);
