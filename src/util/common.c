@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 braid_status bd_fail(bd_err *e, braid_status s, const char *file, int line, const char *fmt, ...)
@@ -206,13 +207,23 @@ braid_status bd_read_file(const char *path, void **data, size_t *size, bd_err *e
     braid_status st = BRAID_OK;
     char *buf = NULL;
     long len = -1;
+    struct stat sb = {0};
+    /* a directory opens on Linux and reports an absurd size: say what it is */
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        st = BD_FAIL(e, BRAID_ERR_IO, "cannot read '%s': %s", path,
+                     S_ISDIR(sb.st_mode) ? "it is a directory, not a file" : "not a regular file");
+        goto fail;
+    }
     if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
     if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
         st = BD_FAIL(e, BRAID_ERR_IO, "cannot read '%s': not a regular file", path);
         goto fail;
     }
     buf = bd_malloc((size_t)len + 1);
-    BD_CHECK_ALLOC(e, buf);
+    if (!buf) {
+        st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory reading '%s' (%ld bytes)", path, len);
+        goto fail;
+    }
     if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
         st = BD_FAIL(e, BRAID_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
         goto fail;

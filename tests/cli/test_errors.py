@@ -71,6 +71,7 @@ def main():
     open(empty, "wb").write(b"")
     expect(["run", empty], 1, "the model is empty (0 bytes)")
     expect(["run", os.path.join(TMP, "missing.onnx")], 1, "cannot open", "missing.onnx")
+    expect(["info", TMP], 1, "cannot read", "it is a directory, not a file")
     expect(["info", trunc], 1, "not a valid ONNX protobuf")
 
     # Inputs that do not fit.
