@@ -130,7 +130,7 @@ class Braid:
                 name = self._info(self.lib.braid_model_input_info, m, i)[0]
                 if name not in feeds:
                     raise BraidError(f"no data for braid input '{name}'")
-                a = np.ascontiguousarray(feeds[name])
+                a = np.asarray(feeds[name], order="C")  # ascontiguousarray would make a scalar 1-D
                 if a.dtype not in NP_TO_DTYPE:
                     raise BraidError(f"input '{name}': dtype {a.dtype} has no braid equivalent")
                 if a.ndim > MAX_RANK:

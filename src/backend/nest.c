@@ -306,6 +306,7 @@ static braid_status run_loop(bd_nest *n, const bd_nest_call *c, bd_err *e)
         BD_TRY(n->ops.write(ctx, scal, host, 9, e));
         bin[0] = (bd_tensor){.dtype = BRAID_DTYPE_INT64, .rank = 0, .data = scal};
         bin[1] = (bd_tensor){.dtype = BRAID_DTYPE_BOOL, .rank = 0, .data = scal + 8};
+        for (int i = 0; i < 2; i++) bd_loop_formal_shape(n->sub[0].g, i, &bin[i]);
         for (int j = 0; j < N; j++) bin[2 + j] = cur[j];
         BD_TRY(run_sub(n, 0, c, bin, outs, e));
         /* Carried values into the other state set: an output may be any

@@ -150,6 +150,7 @@ braid_status bd_inst_inline_if(bd_inst *x, int at, int b, bd_err *e)
     f->n_outputs = g->n_outputs;
     f->outputs = g->outputs;
     f->n_captures = g->n_captures;
+    f->is_sub = g->is_sub;
     f->input_shapes = g->input_shapes;
     f->n_opsets = g->n_opsets;
     f->opsets = g->opsets;

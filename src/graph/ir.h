@@ -91,6 +91,7 @@ typedef struct bd_graph {
     int n_inputs, n_outputs;
     int *inputs;       /* graph inputs the caller feeds (those without an initializer first) */
     int n_captures;    /* subgraphs: the last n_captures of inputs[] are captures (BD_VAL_OUTER) */
+    int is_sub;        /* a node's subgraph: its inputs' declared shapes are hints, not checked */
     int *outputs;
     unsigned char *input_shapes; /* per graph input: 1 when it feeds an op's shape input (see shape.h) */
     int n_opsets;

@@ -58,8 +58,11 @@ braid_status bd_check_input(const bd_graph *g, int i, const bd_tensor *t, bd_err
     if (t->rank < 0 || t->rank > BD_MAX_RANK)
         return BD_FAIL(e, BRAID_ERR_SHAPE, "input '%s' has rank %d; braid supports 0 to %d", v->name, t->rank,
                        BD_MAX_RANK);
-    int bad = v->rank >= 0 && t->rank != v->rank;
-    for (int d = 0; !bad && v->rank >= 0 && d < v->rank; d++) bad = v->dims[d] >= 0 && v->dims[d] != t->dims[d];
+    /* A subgraph's declared input shapes are hints, as onnxruntime takes
+     * them: Paddle's Loop bodies declare a carried value [N, 501, 8] that
+     * enters as a scalar placeholder. The values' own shapes are inferred. */
+    int bad = !g->is_sub && v->rank >= 0 && t->rank != v->rank;
+    for (int d = 0; !bad && !g->is_sub && v->rank >= 0 && d < v->rank; d++) bad = v->dims[d] >= 0 && v->dims[d] != t->dims[d];
     for (int d = 0; d < t->rank; d++) bad |= t->dims[d] < 0;
     if (bad) {
         size_t off = 0;
@@ -81,6 +84,7 @@ static int anonymous(const char *name) { return !name || !name[0] || !strcmp(nam
 /* Symbolic dims with one name must take one value across all inputs. */
 static braid_status check_symbols(const bd_graph *g, const bd_tensor *inputs, bd_err *e)
 {
+    if (g->is_sub) return BRAID_OK; /* declared shapes are hints there (bd_check_input) */
     for (int i = 0; i < g->n_inputs; i++) {
         const bd_value *v = &g->values[g->inputs[i]];
         for (int d = 0; d < v->rank; d++) {

@@ -438,6 +438,7 @@ static braid_status read_subgraphs(load_ctx *c, scope *sc, const Onnx__NodeProto
             sg->inputs[sg->n_inputs++] = v;
         }
         sg->n_captures = n_uni;
+        sg->is_sub = 1;
         unsigned char *is = bd_realloc(sg->input_shapes, (size_t)sg->n_inputs + 1);
         BD_CHECK_ALLOC(e, is);
         sg->input_shapes = is;

@@ -255,6 +255,7 @@ static braid_status infer_loop(const bd_node *n, const bd_control_params *p, con
     if (c) BD_TRY(scalar_of(c, BRAID_DTYPE_BOOL, "the condition", e));
     bin[0] = (bd_tensor){.dtype = BRAID_DTYPE_INT64, .rank = 0};
     bin[1] = (bd_tensor){.dtype = BRAID_DTYPE_BOOL, .rank = 0};
+    for (int i = 0; i < 2; i++) bd_loop_formal_shape(body, i, &bin[i]);
     for (int j = 0; j < N; j++) {
         bin[2 + j] = in[2 + j];
         bin[2 + j].data = NULL; /* carried values change from one iteration to the next */

@@ -24,6 +24,14 @@ typedef struct bd_control_params {
 /* The formal inputs and outputs of a subgraph (before its captures). */
 static inline int bd_subgraph_formal_in(const bd_graph *g) { return g->n_inputs - g->n_captures; }
 
+/* A Loop body's iteration number (i 0) and condition (i 1) are scalars; a
+ * body that declares one of them [1] (Paddle's exporter does) gets it so. */
+static inline void bd_loop_formal_shape(const bd_graph *body, int i, bd_tensor *t)
+{
+    const bd_value *v = i < body->n_inputs ? &body->values[body->inputs[i]] : NULL;
+    if (v && v->rank == 1 && (v->dims[0] == 1 || v->dims[0] < 0)) t->rank = 1, t->dims[0] = 1;
+}
+
 /* A tensor seen as (outer, len, inner) elements around axis: element
  * (o, t, i) at (o * len + t) * inner + i. Slice t of it is outer rows of
  * inner elements, rows len * inner apart: a 2-D copy. */

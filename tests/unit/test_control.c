@@ -585,6 +585,40 @@ static void test_loop_carried(void)
     mb_free(&b);
 }
 
+/* Paddle's Loop bodies: the iteration number and condition declared [1],
+ * a carried value declared [5] that enters as [1] and grows: declared
+ * shapes of a subgraph's inputs are hints (as onnxruntime takes them), the
+ * body sees [1]-shaped formals, s = [-1, 0, 1, 2]. */
+static void test_loop_declared_hints(void)
+{
+    mb b = {0};
+    mb_model mm;
+    braid_model *m = NULL;
+    Onnx__GraphProto *g = mb_graph(&b, "main"), *body = mb_graph(&b, "body");
+    int64_t M = 3;
+    float s0 = -1;
+    mb_init(&b, g, "M", BRAID_DTYPE_INT64, 0, NULL, &M, 8);
+    mb_input(&b, g, "s0", BRAID_DTYPE_FLOAT, 1, D1);
+    mb_input(&b, body, "i", BRAID_DTYPE_INT64, 1, D1);
+    mb_input(&b, body, "cin", BRAID_DTYPE_BOOL, 1, D1);
+    mb_input(&b, body, "s", BRAID_DTYPE_FLOAT, 1, (int64_t[]){5});
+    Onnx__NodeProto *cast = mb_node(&b, body, "Cast", "i", "fi", NULL);
+    mb_attr_i(&b, cast, "to", BRAID_DTYPE_FLOAT);
+    Onnx__NodeProto *cat = mb_node(&b, body, "Concat", "s,fi", "s2", NULL);
+    mb_attr_i(&b, cat, "axis", 0);
+    mb_output(&b, body, "cin", 0, -1, NULL);
+    mb_output(&b, body, "s2", 0, -1, NULL);
+    Onnx__NodeProto *n = mb_node(&b, g, "Loop", "M,,s0", "s", "loop");
+    mb_attr_g(&b, n, "body", body);
+    mb_output(&b, g, "s", BRAID_DTYPE_FLOAT, -1, NULL);
+    mb_model_init(&b, &mm, g, 17);
+    LOAD_OK(&b, &mm, &m);
+    braid_tensor in[1] = {{BRAID_DTYPE_FLOAT, 1, {1}, &s0}};
+    check_all(m, 1, in, 1, (int64_t[]){4}, (float[]){-1, 0, 1, 2}, 0, NULL, NULL, __LINE__);
+    braid_model_destroy(m);
+    mb_free(&b);
+}
+
 /* A Loop in a Loop: the outer runs 3 times, the inner 2 times, each inner
  * iteration adds x (captured two levels up): s = 6x. */
 static void test_loop_nested(void)
@@ -742,6 +776,7 @@ int main(void)
     test_if_errors();
     test_loop_forms();
     test_loop_carried();
+    test_loop_declared_hints();
     test_loop_nested();
     test_scan_axes();
     test_scan_batch();
