@@ -205,7 +205,16 @@ braid_status bd_inst_inline_if(bd_inst *x, int at, int b, bd_err *e)
         for (int q = 0; q < f->nodes[i].n_out; q++)
             if (f->nodes[i].out[q] >= 0) f->values[f->nodes[i].out[q]].producer = i;
     BD_TRY(regrow(x, f, at, e));
-    /* The last flat graph's own lists now belong to this one. */
+    /* The last flat graph's own lists now belong to this one, except the
+     * replaced If's (an If of an earlier inlined branch owns its lists). */
+    if (x->flat_own && (x->flat_own[at] & FLAT_IO)) {
+        bd_free(x->flat->nodes[at].in);
+        bd_free(x->flat->nodes[at].out);
+    }
+    if (x->flat_own && (x->flat_own[at] & FLAT_NODE)) {
+        bd_free(x->flat->nodes[at].name);
+        bd_free(x->flat->nodes[at].params);
+    }
     if (x->flat) {
         bd_free(x->flat->values);
         bd_free(x->flat->nodes);

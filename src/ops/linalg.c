@@ -279,7 +279,7 @@ static braid_status contract(es_ctx *c, es_view *a, es_view *b, unsigned long lo
 braid_status bd_einsum_plan(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_es_prog *prog, bd_err *e)
 {
     const bd_linalg_params *lp = n->params;
-    const bd_einsum_params *p = lp ? lp->einsum : NULL;
+    const bd_einsum_params *p = lp ? &lp->einsum : NULL;
     char sh[160];
     braid_status st = BRAID_OK;
     if (!p) return BD_FAIL(e, BRAID_ERR_INTERNAL, "attributes were not parsed");
@@ -444,11 +444,8 @@ static const struct { const char *name; bd_fact f; float a, b, g; } acts[] = {
     {"ParametricSoftplus", BD_FACT_PARAMETRIC_SOFTPLUS, 1.0f, 1.0f, 0},
 };
 
-static void params_free(bd_linalg_params *p)
-{
-    if (p) bd_free(p->einsum);
-    bd_free(p);
-}
+/* One block, freed by the graph with bd_free like every node's params. */
+static void params_free(bd_linalg_params *p) { bd_free(p); }
 
 braid_status bd_linalg_parse(bd_node *n, bd_err *e)
 {
@@ -465,9 +462,7 @@ braid_status bd_linalg_parse(bd_node *n, bd_err *e)
             st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'equation' is required");
             goto fail;
         }
-        p->einsum = bd_calloc(1, sizeof *p->einsum);
-        BD_CHECK_ALLOC(e, p->einsum);
-        BD_TRY(einsum_parse(eq, p->einsum, e));
+        BD_TRY(einsum_parse(eq, &p->einsum, e));
         break;
     }
     case BD_OP_Det: break;

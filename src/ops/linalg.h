@@ -75,7 +75,7 @@ typedef struct bd_linalg_params {
     int trans_a, trans_b, trans_batch_a, trans_batch_b;
     bd_fact act;
     float act_alpha, act_beta, act_gamma;
-    bd_einsum_params *einsum; /* Einsum's parsed equation (owned) */
+    bd_einsum_params einsum;  /* Einsum's parsed equation (inline: a node's params are one block) */
 } bd_linalg_params;
 
 /* The activation of a FusedGemm output element. */

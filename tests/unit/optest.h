@@ -109,7 +109,7 @@ static inline void attr_ints(tnode *t, const char *name, int n, const int64_t *v
 static inline bd_tensor tensor(int dtype, int rank, const int64_t *dims, void *data)
 {
     bd_tensor x = {.dtype = dtype, .rank = rank, .data = data};
-    memcpy(x.dims, dims, (size_t)rank * sizeof *dims);
+    if (rank > 0) memcpy(x.dims, dims, (size_t)rank * sizeof *dims);
     return x;
 }
 
