@@ -135,7 +135,7 @@ void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void 
 
 typedef struct gemm_job {
     int ta, tb;
-    int64_t m, n, k, tiles_n;
+    int64_t m, n, k, tm, tn, tiles_n;
     float alpha, beta;
     const float *a, *b;
     float *c;
@@ -146,8 +146,8 @@ static void gemm_tiles(void *ctx, int64_t begin, int64_t end)
 {
     const gemm_job *j = ctx;
     for (int64_t t = begin; t < end; t++) {
-        int64_t m0 = (t / j->tiles_n) * BD_GEMM_TILE_M, n0 = (t % j->tiles_n) * BD_GEMM_TILE_N;
-        int64_t mm = BD_MIN((int64_t)BD_GEMM_TILE_M, j->m - m0), nn = BD_MIN((int64_t)BD_GEMM_TILE_N, j->n - n0);
+        int64_t m0 = (t / j->tiles_n) * j->tm, n0 = (t % j->tiles_n) * j->tn;
+        int64_t mm = BD_MIN(j->tm, j->m - m0), nn = BD_MIN(j->tn, j->n - n0);
         const float *a = j->ta ? j->a + m0 : j->a + m0 * j->lda;
         const float *b = j->tb ? j->b + n0 * j->ldb : j->b + n0;
         cblas_sgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, (int)mm,
@@ -156,14 +156,37 @@ static void gemm_tiles(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+void bd_gemm_tile_grid(int64_t m, int64_t n, int64_t k, int64_t *tm, int64_t *tn)
+{
+    int64_t a = BD_GEMM_TILE_M, b = BD_GEMM_TILE_N;
+    /* Halve the larger side (in units of its minimum) while the grid has fewer
+     * than 16 tiles and a tile keeps at least 2^20 multiply-adds. */
+    for (;;) {
+        int64_t tiles = BD_CEIL_DIV(m, a) * BD_CEIL_DIV(n, b);
+        if (tiles >= 16) break;
+        int64_t ea = BD_MIN(a, m), eb = BD_MIN(b, n);
+        int cut_n = eb / BD_GEMM_TILE_MIN_N >= ea / BD_GEMM_TILE_MIN_M;
+        int64_t a2 = cut_n ? a : a / 2, b2 = cut_n ? b / 2 : b;
+        if (a2 < BD_GEMM_TILE_MIN_M || b2 < BD_GEMM_TILE_MIN_N) break;
+        if (BD_MIN(a2, m) * BD_MIN(b2, n) * BD_MAX(k, 1) < ((int64_t)1 << 20)) break;
+        if (BD_CEIL_DIV(m, a2) * BD_CEIL_DIV(n, b2) == tiles) break; /* the cut side was already small */
+        a = a2;
+        b = b2;
+    }
+    *tm = a;
+    *tn = b;
+}
+
 void bd_sgemm(int threads, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
               int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
     if (m <= 0 || n <= 0) return;
-    gemm_job j = {trans_a, trans_b, m, n, k, BD_CEIL_DIV(n, (int64_t)BD_GEMM_TILE_N), alpha, beta, a, b, c, lda, ldb, ldc};
-    int64_t tiles = BD_CEIL_DIV(m, (int64_t)BD_GEMM_TILE_M) * j.tiles_n;
+    int64_t tm, tn;
+    bd_gemm_tile_grid(m, n, k, &tm, &tn);
+    gemm_job j = {trans_a, trans_b, m, n, k, tm, tn, BD_CEIL_DIV(n, tn), alpha, beta, a, b, c, lda, ldb, ldc};
+    int64_t tiles = BD_CEIL_DIV(m, tm) * j.tiles_n;
     /* A thread is worth its start-up only for some work: 2^21 multiply-adds. */
-    int64_t per_tile = BD_MIN(m, (int64_t)BD_GEMM_TILE_M) * BD_MIN(n, (int64_t)BD_GEMM_TILE_N) * BD_MAX(k, 1);
+    int64_t per_tile = BD_MIN(m, tm) * BD_MIN(n, tn) * BD_MAX(k, 1);
     int64_t min_tiles = BD_MAX((int64_t)1, ((int64_t)1 << 21) / BD_MAX(per_tile, 1));
     bd_parallel_for(threads, tiles, min_tiles, gemm_tiles, &j);
 }
