@@ -6,6 +6,7 @@
 #include <cblas.h>
 #include <pthread.h>
 
+#include "backend/cpu/sgemm.h"
 #include "util/common.h"
 
 #define MAX_THREADS 64
@@ -150,31 +151,30 @@ static void gemm_tiles(void *ctx, int64_t begin, int64_t end)
         int64_t mm = BD_MIN(j->tm, j->m - m0), nn = BD_MIN(j->tn, j->n - n0);
         const float *a = j->ta ? j->a + m0 : j->a + m0 * j->lda;
         const float *b = j->tb ? j->b + n0 * j->ldb : j->b + n0;
-        cblas_sgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, (int)mm,
-                    (int)nn, (int)j->k, j->alpha, a, (int)j->lda, b, (int)j->ldb, j->beta, j->c + m0 * j->ldc + n0,
-                    (int)j->ldc);
+        bd_sgemm_tile(j->ta, j->tb, mm, nn, j->k, j->alpha, a, j->lda, b, j->ldb, j->beta, j->c + m0 * j->ldc + n0,
+                      j->ldc);
     }
 }
 
 void bd_gemm_tile_grid(int64_t m, int64_t n, int64_t k, int64_t *tm, int64_t *tn)
 {
-    int64_t a = BD_GEMM_TILE_M, b = BD_GEMM_TILE_N;
-    /* Halve the larger side (in units of its minimum) while the grid has fewer
-     * than 16 tiles and a tile keeps at least 2^20 multiply-adds. */
-    for (;;) {
-        int64_t tiles = BD_CEIL_DIV(m, a) * BD_CEIL_DIV(n, b);
-        if (tiles >= 16) break;
-        int64_t ea = BD_MIN(a, m), eb = BD_MIN(b, n);
-        int cut_n = eb / BD_GEMM_TILE_MIN_N >= ea / BD_GEMM_TILE_MIN_M;
-        int64_t a2 = cut_n ? a : a / 2, b2 = cut_n ? b / 2 : b;
-        if (a2 < BD_GEMM_TILE_MIN_M || b2 < BD_GEMM_TILE_MIN_N) break;
-        if (BD_MIN(a2, m) * BD_MIN(b2, n) * BD_MAX(k, 1) < ((int64_t)1 << 20)) break;
-        if (BD_CEIL_DIV(m, a2) * BD_CEIL_DIV(n, b2) == tiles) break; /* the cut side was already small */
+    int64_t a = BD_MIN((int64_t)BD_GEMM_TILE_M, m), b = BD_MIN((int64_t)BD_GEMM_TILE_N, n);
+    /* Halve the larger side (in units of its minimum; rounded up to 8 rows or
+     * 16 columns) while the grid has fewer than 16 tiles and a tile keeps at
+     * least 2^20 multiply-adds. */
+    while (BD_CEIL_DIV(m, a) * BD_CEIL_DIV(n, b) < 16) {
+        int64_t a2 = (BD_CEIL_DIV(a, 2) + 7) / 8 * 8, b2 = (BD_CEIL_DIV(b, 2) + 15) / 16 * 16;
+        int can_a = a2 >= BD_GEMM_TILE_MIN_M && a2 < a, can_b = b2 >= BD_GEMM_TILE_MIN_N && b2 < b;
+        if (!can_a && !can_b) break;
+        int cut_n = can_b && (!can_a || b / BD_GEMM_TILE_MIN_N >= a / BD_GEMM_TILE_MIN_M);
+        if (cut_n) a2 = a;
+        else b2 = b;
+        if (a2 * b2 * BD_MAX(k, 1) < ((int64_t)1 << 20)) break;
         a = a2;
         b = b2;
     }
-    *tm = a;
-    *tn = b;
+    *tm = BD_MAX(a, (int64_t)1);
+    *tn = BD_MAX(b, (int64_t)1);
 }
 
 void bd_sgemm(int threads, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
