@@ -80,7 +80,22 @@ static void one(int kern, int ta, int tb, int64_t m, int64_t n, int64_t k, float
                 float x = c[v][i * ldc + j], y = c0[i * ldc + j];
                 CHECK(memcmp(&x, &y, sizeof x) == 0);
             }
-    if (kern != BD_SGEMM_OPENBLAS) {
+    if (kern != BD_SGEMM_OPENBLAS && !ta && tb) { /* the dot-product kernel: within the bound, rows independent */
+        float *d = malloc(sizeof(float) * (size_t)(m * ldc + 1)), *d1 = malloc(sizeof(float) * (size_t)(ldc + 1));
+        for (int64_t i = 0; i < m * ldc; i++) d[i] = c0[i];
+        CHECK_EQ_INT(bd_sgemm_dot(kern, m, n, k, alpha, a, lda, b, ldb, beta, d, ldc), 0);
+        double e = rel_err(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c0, d, ldc);
+        if (!(e <= bound)) fprintf(stderr, "dot kernel %d %lldx%lldx%lld: rel err %g\n", kern, (long long)m, (long long)n, (long long)k, e);
+        CHECK(e <= bound);
+        int64_t i = m - 1; /* the last row alone, and its first column block alone */
+        for (int64_t j = 0; j < n; j++) d1[j] = c0[i * ldc + j];
+        bd_sgemm_dot(kern, 1, n, k, alpha, a + i * lda, lda, b, ldb, beta, d1, ldc);
+        CHECK(memcmp(d1, d + i * ldc, sizeof(float) * (size_t)n) == 0);
+        free(d);
+        free(d1);
+    }
+    int dot = !ta && tb && m <= BD_SGEMM_DOT_MAX_M && bd_sgemm_cpu_kernel() != BD_SGEMM_OPENBLAS;
+    if (kern != BD_SGEMM_OPENBLAS && !dot) { /* bd_sgemm ran kern's tiles: the same bits as one call */
         CHECK(memcmp(c[0], c[1], sizeof(float) * (size_t)(m * ldc)) == 0);
         CHECK(memcmp(c[1], c[2], sizeof(float) * (size_t)(m * ldc)) == 0);
     } else {

@@ -140,6 +140,74 @@ DEF_UKR(ukr_avx2, "avx2,fma", __m256, 8, 6, 2, _mm256_loadu_ps, _mm256_storeu_ps
         _mm256_mul_ps, _mm256_setzero_ps)
 #endif
 
+/* C = alpha A B^T + beta C for a few rows of A (ta 0, tb 1): dot products of
+ * A's rows with B's, each of B's rows read from memory once (4 at a time,
+ * against every 4 rows of A from cache), nothing packed. An element is the
+ * W-lane sum of its row pair over K (lanes added in a fixed order, then the
+ * K tail one fused multiply-add at a time): its bits depend on its own row
+ * and column only. */
+#ifdef BD_SGEMM_X86
+__attribute__((target("avx512f,fma"))) static float hsum512(__m512 v) { return _mm512_reduce_add_ps(v); }
+__attribute__((target("avx2,fma"))) static float hsum256(__m256 v)
+{
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_add_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+
+#define DEF_DOT(NAME, TGT, VT, W, LOAD, FMA, ZERO, HSUM)                                                       \
+    __attribute__((target(TGT))) static void NAME(int64_t m, int64_t n, int64_t k, float alpha, const float *a, \
+                                                  int64_t lda, const float *b, int64_t ldb, float beta, float *c, \
+                                                  int64_t ldc)                                                   \
+    {                                                                                                            \
+        int64_t kv = k / W * W;                                                                                  \
+        for (int64_t j0 = 0; j0 < n; j0 += 4) {                                                                  \
+            const float *bp[4];                                                                                  \
+            for (int s = 0; s < 4; s++) bp[s] = b + BD_MIN(j0 + s, n - 1) * ldb;                                \
+            for (int64_t i0 = 0; i0 < m; i0 += 4) {                                                              \
+                const float *ap[4];                                                                              \
+                for (int r = 0; r < 4; r++) ap[r] = a + BD_MIN(i0 + r, m - 1) * lda;                            \
+                VT acc[4][4];                                                                                    \
+                _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)                                             \
+                    _Pragma("GCC unroll 4") for (int s = 0; s < 4; s++) acc[r][s] = ZERO();                     \
+                for (int64_t q = 0; q < kv; q += W) {                                                            \
+                    VT bv[4];                                                                                    \
+                    _Pragma("GCC unroll 4") for (int s = 0; s < 4; s++) bv[s] = LOAD(bp[s] + q);                \
+                    _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {                                       \
+                        VT av = LOAD(ap[r] + q);                                                                 \
+                        _Pragma("GCC unroll 4") for (int s = 0; s < 4; s++) acc[r][s] = FMA(av, bv[s], acc[r][s]); \
+                    }                                                                                            \
+                }                                                                                                \
+                for (int r = 0; r < 4 && i0 + r < m; r++)                                                        \
+                    for (int s = 0; s < 4 && j0 + s < n; s++) {                                                  \
+                        float d = HSUM(acc[r][s]);                                                               \
+                        for (int64_t q = kv; q < k; q++) d = fmaf(ap[r][q], bp[s][q], d);                        \
+                        float *o = c + (i0 + r) * ldc + j0 + s;                                                  \
+                        *o = upd1(beta == 0.0f ? UPD_SET : UPD_BETA, d, *o, alpha, beta);                        \
+                    }                                                                                            \
+            }                                                                                                    \
+        }                                                                                                        \
+    }
+DEF_DOT(dot_avx512, "avx512f,fma", __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_setzero_ps, hsum512)
+DEF_DOT(dot_avx2, "avx2,fma", __m256, 8, _mm256_loadu_ps, _mm256_fmadd_ps, _mm256_setzero_ps, hsum256)
+#endif
+
+int bd_sgemm_dot(int kernel, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                 const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+{
+#ifdef BD_SGEMM_X86
+    if (kernel == BD_SGEMM_AVX512) dot_avx512(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    else if (kernel == BD_SGEMM_AVX2) dot_avx2(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    else return -1;
+    return 0;
+#else
+    (void)kernel; (void)m; (void)n; (void)k; (void)alpha; (void)a; (void)lda; (void)b; (void)ldb; (void)beta;
+    (void)c; (void)ldc;
+    return -1;
+#endif
+}
+
 int bd_sgemm_braid(int kernel, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {

@@ -44,6 +44,15 @@ const char *bd_sgemm_kernel_desc(void);
 int bd_sgemm_braid(int kernel, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* C = alpha A B^T + beta C (A not transposed, B transposed: B's rows are the
+ * columns of the product) as dot products of rows, B read once and nothing
+ * packed: the kernel for a few rows of A against a large weight matrix (a
+ * Gemm with transB, a fully connected layer). m, n, k > 0. Same contract as
+ * bd_sgemm_braid; an element's bits depend on its own row pair only. */
+#define BD_SGEMM_DOT_MAX_M 64 /* bd_sgemm takes it up to this many rows */
+int bd_sgemm_dot(int kernel, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                 const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
 /* One tile on this thread with the process's kernel (bd_sgemm_kernel(), or
  * OpenBLAS when the braid kernel cannot allocate). m, n, k > 0. */
 void bd_sgemm_tile(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
