@@ -1,7 +1,7 @@
 /* peak-flops.c: the machine's fp32 multiply-add peak, measured: each of T
  * threads runs independent chains of fused multiply-adds (16 accumulators, the
  * widest vectors the CPU has: AVX-512, else AVX2/FMA, else SSE multiply and
- * add) for about half a second; prints "peak GFLOPS ISA T" (the best of three
+ * add) for about half a second; prints "peak GFLOPS ISA T" (the best of five
  * tries, all threads together). scripts/bench-cpu compiles and runs it to put
  * the convolutions' GFLOP/s against it.
  * Build: cc -O2 -pthread scripts/peak-flops.c -o peak-flops; run: peak-flops [T]. */
@@ -60,7 +60,7 @@ int main(int argc, char **argv)
     __builtin_cpu_init();
     isa = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
     double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < 5; rep++) {
         pthread_t th[256];
         double flops[256];
         double t0 = now();
