@@ -8,6 +8,7 @@
 
 #include "api_internal.h"
 #include "backend/backend.h"
+#include "backend/cpu/sgemm.h"
 #include "backend/cuda_logic.h"
 #include "cli/cli.h"
 
@@ -188,6 +189,7 @@ int cli_bench(const cli_opts *o)
            o->io_buffers ? " (--io-buffers: each timed run writes the inputs into the session's buffers, runs, "
                            "reads every output byte)" : "");
     cli_print_device(stdout, s, "");
+    if (braid_session_backend(s) == BRAID_BACKEND_CPU) printf("gemm: %s\n", bd_sgemm_kernel_desc());
     printf("min %.3f ms\nmedian %.3f ms\np90 %.3f ms\np99 %.3f ms\n", ms[0], pct(ms, K, 0.5), pct(ms, K, 0.9), pct(ms, K, 0.99));
     if (o->io_buffers) {
         qsort(msr, (size_t)K, sizeof *msr, cmp_double);

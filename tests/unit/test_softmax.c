@@ -150,8 +150,64 @@ static void test_special_values(void)
     done(&n, &out);
 }
 
+/* float32 rows of every length around the 8-wide vector body (tails of 1 to
+ * 7, and a row shorter than one vector) against a double reference: Softmax
+ * within 1e-6 relative + 1e-12 (about 8 ulp: exp within 4 ulp, the sum and
+ * the scale), LogSoftmax within 2e-6 absolute of values up to ~10 (log of the
+ * sum, then a subtraction); and the same bits on 1 and 3 threads. */
+static void test_rows_f32(void)
+{
+    static const int lens[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 100, 1023};
+    unsigned seed = 11;
+    bd_err e = {0};
+    for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+        int n = lens[l], rows = 5;
+        float *x = malloc(sizeof(float) * (size_t)(rows * n));
+        for (int i = 0; i < rows * n; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            x[i] = (float)((seed >> 8) & 0xffff) / 65536.0f * 20.0f - 10.0f;
+        }
+        bd_tensor in = {F32, 2, {rows, n}, x};
+        for (int log_ = 0; log_ <= 1; log_++) {
+            double worst = 0;
+            float *first = NULL;
+            for (int t = 1; t <= 3; t += 2) {
+                g_threads = t;
+                bd_tensor out = {0};
+                bd_node nd = op_node(log_ ? BD_OP_LogSoftmax : BD_OP_Softmax, 13, 1, 1, NULL, 0);
+                CHECK_EQ_INT(run(&nd, &in, &out, &e), BRAID_OK);
+                const float *y = out.data;
+                for (int r = 0; r < rows; r++) {
+                    const float *xr = x + r * n;
+                    double mx = -INFINITY, sum = 0;
+                    for (int i = 0; i < n; i++) mx = xr[i] > mx ? xr[i] : mx;
+                    for (int i = 0; i < n; i++) sum += exp((double)xr[i] - mx);
+                    for (int i = 0; i < n; i++) {
+                        double ref = log_ ? (double)xr[i] - mx - log(sum) : exp((double)xr[i] - mx) / sum;
+                        double err = fabs(y[r * n + i] - ref) / (log_ ? 2e-6 : 1e-6 * fabs(ref) + 1e-12);
+                        worst = err > worst ? err : worst;
+                    }
+                }
+                if (!first) {
+                    first = malloc(sizeof(float) * (size_t)(rows * n));
+                    memcpy(first, y, sizeof(float) * (size_t)(rows * n));
+                } else {
+                    CHECK(memcmp(first, y, sizeof(float) * (size_t)(rows * n)) == 0);
+                }
+                done(&nd, &out);
+            }
+            g_threads = 1;
+            if (worst > 1) fprintf(stderr, "%s row of %d: %.2f of the bound\n", log_ ? "LogSoftmax" : "Softmax", n, worst);
+            CHECK(worst <= 1);
+            free(first);
+        }
+        free(x);
+    }
+}
+
 int main(void)
 {
+    test_rows_f32();
     test_hardmax();
     test_half();
     test_special_values();

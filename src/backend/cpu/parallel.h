@@ -16,12 +16,18 @@ void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void 
                      void *ctx);
 
 /* C = alpha op(A) op(B) + beta C, row-major, on up to `threads` threads. The
- * product is cut into a fixed grid of tiles (BD_GEMM_TILE_M x BD_GEMM_TILE_N)
- * and each tile is one single-threaded OpenBLAS call, whatever thread runs
- * it: so the bits of C are the same for any thread count and any number of
- * plan streams (OpenBLAS's own threading changes them). */
+ * product is cut into a grid of tiles that depends on M, N and K only (at most
+ * BD_GEMM_TILE_M x BD_GEMM_TILE_N, halved down to BD_GEMM_TILE_MIN_M x
+ * BD_GEMM_TILE_MIN_N until there are 16 tiles, so that a 128 x 384 product
+ * still feeds every core: bd_gemm_tile_grid), and each tile is one
+ * single-threaded OpenBLAS call, whatever thread runs it: so the bits of C are
+ * the same for any thread count and any number of plan streams (OpenBLAS's own
+ * threading changes them). */
 #define BD_GEMM_TILE_M 256
 #define BD_GEMM_TILE_N 512
+#define BD_GEMM_TILE_MIN_M 32
+#define BD_GEMM_TILE_MIN_N 64
+void bd_gemm_tile_grid(int64_t m, int64_t n, int64_t k, int64_t *tm, int64_t *tn);
 void bd_sgemm(int threads, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
               int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 

@@ -80,6 +80,33 @@ static void matmul_one(int threads, int dtype, const void *a, const void *b, voi
     }
 }
 
+/* The items [begin, end) of a batched MatMul whose B has a batch. */
+typedef struct batch_job {
+    const bd_matmul_geom *g;
+    int dt, threads;
+    const char *ad, *bd;
+    char *yd;
+    int64_t sa[BD_MAX_RANK], sb[BD_MAX_RANK];
+    size_t a_mat, b_mat, y_mat;
+} batch_job;
+
+static void batch_items(void *ctx, int64_t begin, int64_t end)
+{
+    const batch_job *j = ctx;
+    const bd_matmul_geom *g = j->g;
+    for (int64_t i = begin; i < end; i++) {
+        int64_t rem = i, oa = 0, ob = 0;
+        for (int d = g->batch.rank - 1; d >= 0; d--) {
+            int64_t idx = rem % g->batch.dims[d];
+            rem /= g->batch.dims[d];
+            oa += idx * j->sa[d];
+            ob += idx * j->sb[d];
+        }
+        matmul_one(j->threads, j->dt, j->ad + (size_t)oa * j->a_mat, j->bd + (size_t)ob * j->b_mat,
+                   j->yd + (size_t)i * j->y_mat, g->m, g->n, g->k);
+    }
+}
+
 static braid_status matmul(const bd_kernel *k)
 {
     const bd_tensor *a = &k->in[0], *b = &k->in[1];
@@ -100,21 +127,21 @@ static braid_status matmul(const bd_kernel *k)
         return BRAID_OK;
     }
     if ((st = check_blas_dims(g.m, g.n, g.k, k->err))) return st;
-    int64_t sa[BD_MAX_RANK], sb[BD_MAX_RANK];
-    bd_broadcast_strides(&g.a_batch, &g.batch, sa);
-    bd_broadcast_strides(&g.b_batch, &g.batch, sb);
-    size_t a_mat = (size_t)(g.m * g.k) * es, b_mat = (size_t)(g.k * g.n) * es;
-    size_t y_mat = (size_t)(g.m * g.n) * es;
-    for (int64_t i = 0; i < nb; i++) {
-        int64_t rem = i, oa = 0, ob = 0;
-        for (int d = g.batch.rank - 1; d >= 0; d--) {
-            int64_t idx = rem % g.batch.dims[d];
-            rem /= g.batch.dims[d];
-            oa += idx * sa[d];
-            ob += idx * sb[d];
-        }
-        matmul_one(k->threads, dt, ad + (size_t)oa * a_mat, bdata + (size_t)ob * b_mat, yd + (size_t)i * y_mat,
-                   g.m, g.n, g.k);
+    batch_job j = {.g = &g, .dt = dt, .ad = ad, .bd = bdata, .yd = yd, .threads = k->threads};
+    bd_broadcast_strides(&g.a_batch, &g.batch, j.sa);
+    bd_broadcast_strides(&g.b_batch, &g.batch, j.sb);
+    j.a_mat = (size_t)(g.m * g.k) * es;
+    j.b_mat = (size_t)(g.k * g.n) * es;
+    j.y_mat = (size_t)(g.m * g.n) * es;
+    /* Items that are each too small to split well run one per thread (2^21
+     * multiply-adds or more: one at a time on all threads). Either way an
+     * item's bits do not depend on the thread count (bd_sgemm's grid). */
+    int64_t work = g.m * g.n * BD_MAX(g.k, 1);
+    if (nb > 1 && work < ((int64_t)1 << 21) && k->threads > 1) {
+        j.threads = 1;
+        bd_parallel_for(k->threads, nb, BD_MAX((int64_t)1, ((int64_t)1 << 18) / BD_MAX(work, 1)), batch_items, &j);
+    } else {
+        batch_items(&j, 0, nb);
     }
     return BRAID_OK;
 }

@@ -13,6 +13,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/sgemm.h"
 #include "util/dtype.h"
 
 /* 1 for the dtypes these helpers convert. */
@@ -108,8 +109,7 @@ static inline void bd_la_sgemm1(int ta, int tb, int64_t m, int64_t n, int64_t k,
             for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
         return;
     }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
-                (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    bd_sgemm_tile(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 static inline void bd_la_dgemm1(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a,

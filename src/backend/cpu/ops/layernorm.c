@@ -7,7 +7,8 @@
  * are read in place; float16/bfloat16 rows (and the Skip ops' input + skip +
  * bias) are staged in a row buffer and every output is rounded once. Rows are
  * split over threads, each done by one thread, so bits never depend on the
- * thread count. */
+ * thread count. The row functions are built for x86-64-v3 too (BD_CLONES:
+ * 4 double lanes per AVX2 vector where the baseline has 2). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3", "no-trapping-math", "no-math-errno")
 #endif
@@ -18,6 +19,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "elementwise.h"
 #include "fbuf.h"
 #include "ops/layernorm.h"
 
@@ -38,7 +40,7 @@ typedef struct ln_job {
 
 #define DEF_LN(C, N, CDT)                                                                          \
     /* Sum of x and of (x - m)^2 (m NAN: of x^2) over n values, in 8 double lanes. */              \
-    static double sum_##N(const C *x, int64_t n)                                                   \
+    static BD_CLONES double sum_##N(const C *x, int64_t n)                                                   \
     {                                                                                              \
         double l[8] = {0}, a = 0;                                                                  \
         int64_t i = 0;                                                                             \
@@ -48,7 +50,7 @@ typedef struct ln_job {
         for (int q = 0; q < 8; q++) a += l[q];                                                     \
         return a;                                                                                  \
     }                                                                                              \
-    static double sqdev_##N(const C *x, int64_t n, double m)                                       \
+    static BD_CLONES double sqdev_##N(const C *x, int64_t n, double m)                                       \
     {                                                                                              \
         double l[8] = {0}, a = 0;                                                                  \
         int64_t i = 0;                                                                             \
@@ -59,7 +61,7 @@ typedef struct ln_job {
         return a;                                                                                  \
     }                                                                                              \
     /* Rows [r0, r1); w: two rows of scratch (the staged input, the result). */                    \
-    static void rows_##N(ln_job *j, int64_t r0, int64_t r1, C *w)                                  \
+    static BD_CLONES void rows_##N(ln_job *j, int64_t r0, int64_t r1, C *w)                                  \
     {                                                                                              \
         const bd_kernel *k = j->k;                                                                 \
         int64_t n = j->cols;                                                                       \

@@ -25,6 +25,7 @@
 
 #include "ops/softmax.h"
 #include "util/dtype.h"
+#include "elementwise.h"
 #include "vmath.h"
 #include "vrow.h"
 
@@ -34,6 +35,33 @@ enum { SM_SOFTMAX, SM_LOG, SM_HARD };
 #define VEXP_ exp
 #define ROWMAX_f(x, n) bd_row_extf(x, n, -INFINITY, 0)
 #define ROWMAX_(x, n) bd_row_extd(x, n, -INFINITY, 0)
+
+/* One row: exp into o (the output is scratch for LogSoftmax), then its sum in
+ * 8 lanes: two flat loops keep the exp's registers free of the sum. Built
+ * for x86-64-v3 too (the exp vectorizes 8 wide there; one build computes
+ * every row with the same statements). */
+#define DEF_ROW(T, M, ATTR)                                                                        \
+    static ATTR void row_##M(const T *x, T *o, int64_t n, int mode)                                \
+    {                                                                                              \
+        T mx = ROWMAX_##M(x, n), s[8] = {0}, sum = 0;                                              \
+        int64_t j = 0;                                                                             \
+        for (int64_t t = 0; t < n; t++) o[t] = VEXP_##M(x[t] - mx);                                \
+        for (; j + 8 <= n; j += 8)                                                                 \
+            for (int l = 0; l < 8; l++) s[l] += o[j + l];                                          \
+        for (; j < n; j++) sum += o[j];                                                            \
+        for (int l = 0; l < 8; l++) sum += s[l];                                                   \
+        if (mode == SM_LOG) {                                                                      \
+            T lse = mx + log##M(sum);                                                              \
+            for (j = 0; j < n; j++) o[j] = x[j] - lse;                                             \
+        } else {                                                                                   \
+            T r = (T)1 / sum;                                                                      \
+            for (j = 0; j < n; j++) o[j] *= r;                                                     \
+        }                                                                                          \
+    }
+DEF_ROW(float, f, BD_CLONES)
+DEF_ROW(double, , )
+#define ROW_f row_f
+#define ROW_ row_
 
 /* One (n, inner) block per outer index. Rows (inner == 1) run row by row;
  * otherwise the max and sum of every line are kept in tmp (2 * inner) so that
@@ -54,22 +82,7 @@ enum { SM_SOFTMAX, SM_LOG, SM_HARD };
                 continue;                                                                          \
             }                                                                                      \
             if (inner == 1) {                                                                      \
-                T mx = ROWMAX_##M(x, n), s[8] = {0}, sum = 0;                                      \
-                int64_t j = 0;                                                                     \
-                /* exp into o (the output is scratch for LogSoftmax), then its sum in  */          \
-                /* 8 lanes: two flat loops keep the exp's registers free of the sum   */           \
-                for (int64_t t = 0; t < n; t++) o[t] = VEXP_##M(x[t] - mx);                        \
-                for (; j + 8 <= n; j += 8)                                                         \
-                    for (int l = 0; l < 8; l++) s[l] += o[j + l];                                  \
-                for (; j < n; j++) sum += o[j];                                                    \
-                for (int l = 0; l < 8; l++) sum += s[l];                                           \
-                if (mode == SM_LOG) {                                                              \
-                    T lse = mx + log##M(sum);                                                      \
-                    for (j = 0; j < n; j++) o[j] = x[j] - lse;                                     \
-                } else {                                                                           \
-                    T r = (T)1 / sum;                                                              \
-                    for (j = 0; j < n; j++) o[j] *= r;                                             \
-                }                                                                                  \
+                ROW_##M(x, o, n, mode);                                                            \
                 continue;                                                                          \
             }                                                                                      \
             T *mx = tmp, *sum = tmp + inner;                                                       \

@@ -1,0 +1,61 @@
+/* sgemm.h: braid's own packed single-precision GEMM microkernels (AVX-512
+ * and AVX2/FMA, chosen at run time) and the choice, per process, between them
+ * and OpenBLAS. Callers use bd_sgemm (parallel.h) or bd_la_sgemm1 (ops/la.h):
+ * both come here for each tile. */
+#ifndef BD_SGEMM_H
+#define BD_SGEMM_H
+
+#include <stdint.h>
+
+/* Which kernel a tile of an sgemm runs. */
+enum {
+    BD_SGEMM_OPENBLAS = 0,
+    BD_SGEMM_AVX2 = 1,   /* braid, 6 x 16 microkernel, AVX2 + FMA */
+    BD_SGEMM_AVX512 = 2, /* braid, 12 x 32 microkernel, AVX-512F */
+};
+
+/* The braid kernel this CPU can run (BD_SGEMM_AVX512, BD_SGEMM_AVX2) or
+ * BD_SGEMM_OPENBLAS when it has neither. */
+int bd_sgemm_cpu_kernel(void);
+
+/* 1 when OpenBLAS runs one of its generic or pre-AVX2 cores (openblas_get_corename():
+ * Prescott, Core2, Nehalem, ...) although the CPU has AVX2: the Debian OpenBLAS
+ * 0.3.21 on a CPU newer than it knows. */
+int bd_sgemm_openblas_is_fallback(void);
+
+/* The kernel large products use in this process: a braid kernel where OpenBLAS
+ * fell back to a generic core, else OpenBLAS. Decided once. */
+int bd_sgemm_kernel(void);
+
+/* Forces the kernel (tests and benchmarks; BD_SGEMM_OPENBLAS .. the CPU's best;
+ * -1 restores the automatic choice). Returns the kernel in force. */
+int bd_sgemm_force_kernel(int kernel);
+
+/* "braid avx512", "openblas 0.3.21 Cooperlake", ... for `braid info`/`bench`:
+ * the kernel bd_sgemm_kernel() picks. Static storage. */
+const char *bd_sgemm_kernel_desc(void);
+
+/* C = alpha op(A) op(B) + beta C (row-major, m, n, k > 0) on this thread with
+ * a braid kernel (kernel BD_SGEMM_AVX2 or BD_SGEMM_AVX512, which the CPU must
+ * support). The sum over K runs in blocks of 256 in order, whatever m and n:
+ * an element's bits depend on K, alpha, beta and its own row and column of
+ * the operands only, never on how the product is cut into tiles. Returns 0,
+ * or -1 when the packing buffers could not be allocated (C untouched). */
+int bd_sgemm_braid(int kernel, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                   int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* C = alpha A B^T + beta C (A not transposed, B transposed: B's rows are the
+ * columns of the product) as dot products of rows, B read once and nothing
+ * packed: the kernel for a few rows of A against a large weight matrix (a
+ * Gemm with transB, a fully connected layer). m, n, k > 0. Same contract as
+ * bd_sgemm_braid; an element's bits depend on its own row pair only. */
+#define BD_SGEMM_DOT_MAX_M 64 /* bd_sgemm takes it up to this many rows */
+int bd_sgemm_dot(int kernel, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                 const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* One tile on this thread with the process's kernel (bd_sgemm_kernel(), or
+ * OpenBLAS when the braid kernel cannot allocate). m, n, k > 0. */
+void bd_sgemm_tile(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                   const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
+#endif

@@ -1,0 +1,62 @@
+/* test_parallel: bd_parallel_for's helper pool hands every chunk out exactly
+ * once, whether its helpers are still spinning from the last call (calls back
+ * to back), parked (calls after a pause longer than the spin), or taken by
+ * another caller at the same time (two threads calling at once). */
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "backend/cpu/parallel.h"
+#include "check.h"
+
+typedef struct marks {
+    int n;
+    int *hit; /* one counter per item, incremented atomically */
+} marks;
+
+static void mark(void *ctx, int64_t begin, int64_t end)
+{
+    marks *m = ctx;
+    for (int64_t i = begin; i < end; i++) __atomic_add_fetch(&m->hit[i], 1, __ATOMIC_RELAXED);
+}
+
+/* One call over n items on `threads` threads; 1 when every item was done once. */
+static int once(int threads, int n)
+{
+    marks m = {n, calloc((size_t)n + 1, sizeof(int))};
+    bd_parallel_for(threads, n, 1, mark, &m);
+    int ok = 1;
+    for (int i = 0; i < n; i++) ok &= m.hit[i] == 1;
+    free(m.hit);
+    return ok;
+}
+
+static void *caller(void *arg)
+{
+    int *ok = arg;
+    for (int r = 0; r < 300; r++) *ok &= once(1 + r % 5, 1 + r % 97);
+    return NULL;
+}
+
+int main(void)
+{
+    int ok = 1;
+    for (int r = 0; r < 500; r++) ok &= once(1 + r % 7, 1 + r % 50); /* back to back: helpers spinning */
+    CHECK(ok);
+    ok = 1;
+    for (int r = 0; r < 5; r++) { /* after 2 ms idle: helpers parked */
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+        ok &= once(4, 64);
+    }
+    CHECK(ok);
+    int a = 1, b = 1;
+    pthread_t t1, t2;
+    pthread_create(&t1, NULL, caller, &a);
+    pthread_create(&t2, NULL, caller, &b);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    CHECK(a && b);
+    CHECK(once(8, 0)); /* nothing to do */
+    return check_done();
+}
