@@ -113,6 +113,9 @@ void bd_attr_free(bd_attr *a);
 void bd_node_free(bd_node *n);
 /* Load-time fusions (src/graph/fuse.c): Conv + Relu/LeakyRelu/Clip. */
 braid_status bd_graph_fuse(bd_graph *g, bd_err *e);
+/* Load-time fusions (src/graph/fuse_act.c): HardSwish and Swish written out
+ * as chains of elementwise nodes become one node. */
+braid_status bd_graph_fuse_act(bd_graph *g, bd_err *e);
 /* Load-time rewrites of recurrent nodes (src/graph/rnn_rewrite.c): each
  * bidirectional LSTM, GRU, RNN or DynamicQuantizeLSTM becomes a forward and
  * a reverse node and the Concats that join their outputs, so that the
