@@ -285,9 +285,16 @@ static void pfill(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define PG_X86 1
+#define PG_MR 6   /* output channels per microkernel */
+#define PG_QB 128 /* flat outputs per task block */
+#define PG_KC 128 /* k per pass over the block: 32 columns of it fill 16 KiB */
+
 /* Writes n sums of the flat range starting at q0 (tmp) to the output plane y
  * (and its residual plane z), dropping the padding columns, through the
- * epilogue. */
+ * epilogue (AVX2: only the kernels below call it). */
 static inline __attribute__((always_inline)) void pscatter_t(const pgeo *p, const float *tmp, int64_t q0, int64_t n,
                                                              float *y, const float *z, float b0, int act, float aa,
                                                              float ab, int res)
@@ -306,7 +313,7 @@ static inline __attribute__((always_inline)) void pscatter_t(const pgeo *p, cons
     }
 }
 
-static void pscatter(const pgeo *p, const float *tmp, int64_t q0, int64_t n, float *y, const float *z, float b0,
+__attribute__((target("avx2"))) static void pscatter(const pgeo *p, const float *tmp, int64_t q0, int64_t n, float *y, const float *z, float b0,
                      int act, float aa, float ab, int res)
 {
     switch (act * 3 + res) {
@@ -319,12 +326,7 @@ static void pscatter(const pgeo *p, const float *tmp, int64_t q0, int64_t n, flo
     }
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define PG_X86 1
-#define PG_MR 6   /* output channels per microkernel */
-#define PG_QB 128 /* flat outputs per task block */
-#define PG_KC 128 /* k per pass over the block: 32 columns of it fill 16 KiB */
+static int pg_cap = 2; /* bd_cpu_conv_cap */
 
 /* 0: no kernel (use im2col + SGEMM), 1: AVX2+FMA, 2: AVX-512F. */
 static int pg_level(void)
@@ -334,7 +336,7 @@ static int pg_level(void)
         __builtin_cpu_init();
         lvl = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     }
-    return lvl;
+    return BD_MIN(lvl, pg_cap);
 }
 
 /* c (PG_MR rows, ldc apart; 32 columns) (+)= wp (kn x PG_MR) times the rows
@@ -459,8 +461,9 @@ typedef struct pg_job {
     const pgeo *p;
     const float *buf, *wpack, *wt, *bias, *z;
     const int64_t *off;
-    float *y, *tmp; /* tmp: workers x mb PG_MR x PG_QB */
-    int64_t kk, mg, mb, qblocks, workers;
+    const win3 *w;
+    float *y, *tmp; /* tmp: workers x mb PG_MR x PG_QB (depthwise: workers x chan, or NULL) */
+    int64_t kk, mg, mb, qblocks, workers, dmc; /* dmc: output channels per depthwise task */
     int lvl;
 } pg_job;
 
@@ -506,7 +509,11 @@ static void pg_tasks(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* Depthwise tasks [begin, end) of (image, output channel, block of PG_QB). */
+/* Depthwise workers [begin, end) of the (image, input channel, chunk of
+ * dmc of its mg output channels) tasks, split as pg_tasks splits: each task
+ * pads its input plane into the worker's buffer (tmp, p->chan floats) when
+ * the input needs it, and runs its output channels over it while it is in
+ * cache. */
 static void pg_dw_tasks(void *ctx, int64_t begin, int64_t end)
 {
     const pg_job *j = ctx;
@@ -515,17 +522,32 @@ static void pg_dw_tasks(void *ctx, int64_t begin, int64_t end)
     const bd_conv_params *pa = j->k->node->params;
     int res = j->z ? pa->res : BD_RES_NONE;
     int64_t ys = p->out[0] * p->out[1] * p->out[2], nr = j->lvl == 2 ? 64 : 32;
+    int64_t chunks = BD_CEIL_DIV(j->mg, j->dmc), tasks = g->n * g->c_in * chunks;
     float tmp[PG_QB];
-    for (int64_t task = begin; task < end; task++) {
-        int64_t qb = task % j->qblocks, plane = task / j->qblocks, n = plane / g->c_out, m = plane % g->c_out;
-        int64_t q0 = qb * PG_QB, nq = BD_MIN((int64_t)PG_QB, p->q - q0);
-        const float *b = j->buf + (n * g->c_in + m / j->mg) * p->chan + q0, *wt = j->wt + m * j->kk;
-        for (int64_t qs = 0; qs < nq; qs += nr) {
-            if (j->lvl == 2) pg_dw512(wt, b + qs, j->off, j->kk, tmp + qs, nq - qs);
-            else pg_dw256(wt, b + qs, j->off, j->kk, tmp + qs, nq - qs);
+    for (int64_t wi = begin; wi < end; wi++) {
+        float *buf = j->tmp ? j->tmp + wi * j->p->chan : NULL;
+        for (int64_t task = tasks * wi / j->workers; task < tasks * (wi + 1) / j->workers; task++) {
+            int64_t ch = task / chunks, m0 = (task % chunks) * j->dmc, m1 = BD_MIN(m0 + j->dmc, j->mg);
+            const float *b = j->buf + ch * p->chan;
+            if (buf) {
+                pfill_job fj = {j->w, p, j->buf + ch * j->w->img_size, buf};
+                pfill(&fj, 0, 1);
+                b = buf;
+            }
+            for (int64_t mi = m0; mi < m1; mi++) {
+                int64_t n = ch / g->c_in, m = (ch % g->c_in) * j->mg + mi, plane = n * g->c_out + m;
+                const float *wt = j->wt + m * j->kk;
+                for (int64_t q0 = 0; q0 < p->q; q0 += PG_QB) {
+                    int64_t nq = BD_MIN((int64_t)PG_QB, p->q - q0);
+                    for (int64_t qs = 0; qs < nq; qs += nr) {
+                        if (j->lvl == 2) pg_dw512(wt, b + q0 + qs, j->off, j->kk, tmp + qs, nq - qs);
+                        else pg_dw256(wt, b + q0 + qs, j->off, j->kk, tmp + qs, nq - qs);
+                    }
+                    pscatter(p, tmp, q0, nq, j->y + plane * ys, j->z ? j->z + plane * ys : NULL,
+                             j->bias ? j->bias[m] : 0.0f, pa->act, pa->act_a, pa->act_b, res);
+                }
+            }
         }
-        pscatter(p, tmp, q0, nq, j->y + plane * ys, j->z ? j->z + plane * ys : NULL, j->bias ? j->bias[m] : 0.0f,
-                 pa->act, pa->act_a, pa->act_b, res);
     }
 }
 
@@ -554,7 +576,7 @@ static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const
     off = bd_malloc((size_t)BD_MAX(kk, (int64_t)1) * sizeof *off);
     BD_CHECK_ALLOC(k->err, off);
     pgeo_offsets(w, &p, cg, off);
-    if (p.copy) {
+    if (p.copy && !dw) {
         buf = bd_malloc((size_t)(g->n * g->c_in) * (size_t)p.chan * sizeof *buf);
         BD_CHECK_ALLOC(k->err, buf);
         pfill_job fj = {w, &p, x, buf};
@@ -575,11 +597,20 @@ static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const
             }
     }
     int64_t qblocks = BD_CEIL_DIV(p.q, (int64_t)PG_QB);
-    pg_job j = {k, g, &p, p.copy ? buf : x, wpack, wt, bias, z, off, y, NULL, kk, mg, mb, qblocks, 1, lvl};
+    pg_job j = {k, g, &p, p.copy && !dw ? buf : x, wpack, wt, bias, z, off, w, y, NULL, kk, mg, mb, qblocks, 1, 1, lvl};
     int64_t per_task = (dw ? 1 : mb * PG_MR) * PG_QB * BD_MAX(kk, (int64_t)1);
     int64_t min_tasks = BD_MAX((int64_t)1, (int64_t)PG_MIN_WORK / per_task);
-    if (dw) {
-        bd_parallel_for(k->threads, g->n * g->c_out * qblocks, min_tasks, pg_dw_tasks, &j);
+    if (dw) { /* enough tasks for the threads, with output channels of one input plane together */
+        int64_t th = BD_MAX(k->threads, 1), planes = g->n * g->c_in;
+        j.dmc = planes >= 2 * th ? mg : BD_MAX((int64_t)1, mg * planes / (2 * th));
+        int64_t tasks = planes * BD_CEIL_DIV(mg, j.dmc), per = j.dmc * p.q * BD_MAX(kk, (int64_t)1);
+        j.workers = BD_MAX((int64_t)1, BD_MIN(th, tasks / BD_MAX((int64_t)1, (int64_t)PG_MIN_WORK / per)));
+        if (p.copy) {
+            tmp = bd_malloc((size_t)j.workers * (size_t)p.chan * sizeof *tmp);
+            BD_CHECK_ALLOC(k->err, tmp);
+            j.tmp = tmp;
+        }
+        bd_parallel_for((int)j.workers, j.workers, 1, pg_dw_tasks, &j);
     } else {
         int64_t tasks = g->n * g->group * qblocks;
         j.workers = BD_MAX((int64_t)1, BD_MIN((int64_t)BD_MAX(k->threads, 1), tasks / min_tasks));
@@ -595,7 +626,11 @@ fail:
     bd_free(tmp);
     return st;
 }
+
+void bd_cpu_conv_cap(int level) { pg_cap = level; }
 #else
+void bd_cpu_conv_cap(int level) { (void)level; }
+
 static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const win3 *w, int *done)
 {
     (void)k, (void)g, (void)w;
