@@ -292,37 +292,53 @@ static void pfill(void *ctx, int64_t begin, int64_t end)
 #define PG_QB 128 /* flat outputs per task block */
 #define PG_KC 128 /* k per pass over the block: 32 columns of it fill 16 KiB */
 
+/* The epilogue of 8 sums v (bd_conv_epilogue, lane by lane: NaN goes
+ * through as the scalar code lets it). */
+__attribute__((target("avx2"))) static inline __m256 pg_epi8(__m256 v, __m256 bias, const float *z, __m256i mask,
+                                                              int act, __m256 aa, __m256 ab, int res)
+{
+    v = _mm256_add_ps(v, bias);
+    if (res == BD_RES_PRE) v = _mm256_add_ps(v, _mm256_maskload_ps(z, mask));
+    switch (act) {
+    case BD_ACT_RELU: v = _mm256_max_ps(v, _mm256_setzero_ps()); break; /* NaN -> 0, as v > 0 ? v : 0 */
+    case BD_ACT_LEAKY:
+        v = _mm256_blendv_ps(_mm256_mul_ps(v, aa), v, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ));
+        break;
+    case BD_ACT_CLIP:
+        v = _mm256_blendv_ps(v, aa, _mm256_cmp_ps(v, aa, _CMP_LT_OQ));
+        v = _mm256_blendv_ps(v, ab, _mm256_cmp_ps(v, ab, _CMP_GT_OQ));
+        break;
+    default: break;
+    }
+    if (res == BD_RES_POST) v = _mm256_add_ps(v, _mm256_maskload_ps(z, mask));
+    return v;
+}
+
 /* Writes n sums of the flat range starting at q0 (tmp) to the output plane y
  * (and its residual plane z), dropping the padding columns, through the
  * epilogue (AVX2: only the kernels below call it). */
-static inline __attribute__((always_inline)) void pscatter_t(const pgeo *p, const float *tmp, int64_t q0, int64_t n,
-                                                             float *y, const float *z, float b0, int act, float aa,
-                                                             float ab, int res)
+__attribute__((target("avx2"))) static void pscatter(const pgeo *p, const float *tmp, int64_t q0, int64_t n, float *y,
+                                                     const float *z, float b0, int act, float fa, float fb, int res)
 {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), all = _mm256_set1_epi32(-1);
+    const __m256 bias = _mm256_set1_ps(b0), aa = _mm256_set1_ps(fa), ab = _mm256_set1_ps(fb);
     int64_t ow = q0 % p->ph[2], r = q0 / p->ph[2], oh = r % p->ph[1], od = r / p->ph[1];
     for (int64_t i = 0; i < n;) {
         int64_t seg = BD_MIN(p->ph[2] - ow, n - i);
         if (oh < p->out[1]) {
-            int64_t m = BD_MIN(seg, p->out[2] - ow), at = (od * p->out[1] + oh) * p->out[2] + ow;
+            int64_t m = BD_MIN(seg, p->out[2] - ow), at = (od * p->out[1] + oh) * p->out[2] + ow, j = 0;
             float *yr = y + at;
             const float *zr = z ? z + at : NULL, *tr = tmp + i;
-            for (int64_t j = 0; j < m; j++) yr[j] = bd_conv_epilogue(act, aa, ab, res, tr[j], b0, res ? zr[j] : 0.0f);
+            for (; j + 8 <= m; j += 8)
+                _mm256_storeu_ps(yr + j, pg_epi8(_mm256_loadu_ps(tr + j), bias, zr ? zr + j : NULL, all, act, aa, ab, res));
+            if (j < m) {
+                __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(m - j)), lane);
+                __m256 v = _mm256_maskload_ps(tr + j, mk);
+                _mm256_maskstore_ps(yr + j, mk, pg_epi8(v, bias, zr ? zr + j : NULL, mk, act, aa, ab, res));
+            }
         }
         i += seg, ow = 0;
         if (++oh == p->ph[1]) oh = 0, od++;
-    }
-}
-
-__attribute__((target("avx2"))) static void pscatter(const pgeo *p, const float *tmp, int64_t q0, int64_t n, float *y, const float *z, float b0,
-                     int act, float aa, float ab, int res)
-{
-    switch (act * 3 + res) {
-    case BD_ACT_NONE * 3 + BD_RES_NONE: pscatter_t(p, tmp, q0, n, y, z, b0, BD_ACT_NONE, aa, ab, BD_RES_NONE); break;
-    case BD_ACT_NONE * 3 + BD_RES_PRE: pscatter_t(p, tmp, q0, n, y, z, b0, BD_ACT_NONE, aa, ab, BD_RES_PRE); break;
-    case BD_ACT_RELU * 3 + BD_RES_NONE: pscatter_t(p, tmp, q0, n, y, z, b0, BD_ACT_RELU, aa, ab, BD_RES_NONE); break;
-    case BD_ACT_RELU * 3 + BD_RES_PRE: pscatter_t(p, tmp, q0, n, y, z, b0, BD_ACT_RELU, aa, ab, BD_RES_PRE); break;
-    case BD_ACT_CLIP * 3 + BD_RES_NONE: pscatter_t(p, tmp, q0, n, y, z, b0, BD_ACT_CLIP, aa, ab, BD_RES_NONE); break;
-    default: pscatter_t(p, tmp, q0, n, y, z, b0, act, aa, ab, res); break;
     }
 }
 
