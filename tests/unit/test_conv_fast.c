@@ -150,13 +150,15 @@ static void test_cases_vs_naive(void)
     }
 }
 
-/* Bias, each activation and the residual before or after it, fused, at each
+/* Bias, each activation (Relu, LeakyRelu, Clip, HardSigmoid, HardSwish,
+ * Sigmoid, x sigmoid(x)) and the residual before or after it, fused, at each
  * vector level, on a GEMM, a depthwise and a one-channel case. */
 static void test_epilogues(void)
 {
     const int picks[3] = {0, 5, 6};
-    const struct { int act; float a, b; } acts[4] = {
-        {BD_ACT_NONE, 0, 0}, {BD_ACT_RELU, 0, 0}, {BD_ACT_LEAKY, 0.1f, 0}, {BD_ACT_CLIP, -0.5f, 0.7f}};
+    const struct { int act; float a, b; } acts[8] = {
+        {BD_ACT_NONE, 0, 0},         {BD_ACT_RELU, 0, 0},     {BD_ACT_LEAKY, 0.1f, 0}, {BD_ACT_CLIP, -0.5f, 0.7f},
+        {BD_ACT_HSIGMOID, 0.3f, 0.4f}, {BD_ACT_HSWISH, 0, 0}, {BD_ACT_SIGMOID, 0, 0},  {BD_ACT_SILU, 0, 0}};
     unsigned seed = 5;
     for (int pi = 0; pi < 3; pi++) {
         const ccase *c = &cases[picks[pi]];
@@ -164,7 +166,7 @@ static void test_epilogues(void)
         for (int i = 0; i < c->nsp; i++) nx *= c->x[i], nw *= c->k[i], ny *= out_dim(c, i);
         float *x = randn(nx, &seed), *w = randn(nw, &seed), *b = randn(c->m, &seed), *z = randn(ny, &seed);
         float *ref = malloc((size_t)ny * sizeof *ref);
-        for (int ai = 0; ai < 4; ai++)
+        for (int ai = 0; ai < 8; ai++)
             for (int res = BD_RES_NONE; res <= BD_RES_POST; res++) {
                 naive(c, x, w, b, z, acts[ai].act, acts[ai].a, acts[ai].b, res, ref);
                 for (int lvl = 2; lvl >= 0; lvl--) {

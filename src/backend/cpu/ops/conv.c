@@ -308,6 +308,24 @@ __attribute__((target("avx2"))) static inline __m256 pg_epi8(__m256 v, __m256 bi
         v = _mm256_blendv_ps(v, aa, _mm256_cmp_ps(v, aa, _CMP_LT_OQ));
         v = _mm256_blendv_ps(v, ab, _mm256_cmp_ps(v, ab, _CMP_GT_OQ));
         break;
+    case BD_ACT_HSIGMOID:
+    case BD_ACT_HSWISH: { /* unit(a v + b) (HardSwish: a = 1/6, b = 1/2), times v for HardSwish */
+        __m256 u = act == BD_ACT_HSWISH ? _mm256_add_ps(_mm256_mul_ps(v, _mm256_set1_ps((float)(1.0 / 6.0))),
+                                                          _mm256_set1_ps(0.5f))
+                                        : _mm256_add_ps(_mm256_mul_ps(aa, v), ab);
+        u = _mm256_blendv_ps(u, _mm256_setzero_ps(), _mm256_cmp_ps(u, _mm256_setzero_ps(), _CMP_LT_OQ));
+        u = _mm256_blendv_ps(u, _mm256_set1_ps(1.0f), _mm256_cmp_ps(u, _mm256_set1_ps(1.0f), _CMP_GT_OQ));
+        v = act == BD_ACT_HSWISH ? _mm256_mul_ps(v, u) : u;
+        break;
+    }
+    case BD_ACT_SIGMOID:
+    case BD_ACT_SILU: { /* lane by lane through ops/activation.h's formula */
+        float l[8];
+        _mm256_storeu_ps(l, v);
+        for (int i = 0; i < 8; i++) l[i] = bd_conv_act_apply(act, 0.0f, 0.0f, l[i]);
+        v = _mm256_loadu_ps(l);
+        break;
+    }
     default: break;
     }
     if (res == BD_RES_POST) v = _mm256_add_ps(v, _mm256_maskload_ps(z, mask));
