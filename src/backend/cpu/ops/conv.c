@@ -292,6 +292,31 @@ static void pfill(void *ctx, int64_t begin, int64_t end)
 #define PG_QB 128 /* flat outputs per task block */
 #define PG_KC 128 /* k per pass over the block: 32 columns of it fill 16 KiB */
 
+/* e^x in 8 lanes, step by step as ops/vmath.h's bd_vexpf. */
+__attribute__((target("avx2"))) static inline __m256 pg_exp8(__m256 x)
+{
+    const __m256 magic = _mm256_set1_ps(12582912.0f), lo = _mm256_set1_ps(-104.0f), hi = _mm256_set1_ps(89.0f);
+    x = _mm256_blendv_ps(x, lo, _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
+    x = _mm256_blendv_ps(x, hi, _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
+    __m256 t = _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), magic);
+    __m256i n = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(magic));
+    __m256 nf = _mm256_sub_ps(t, magic);
+    __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(nf, _mm256_set1_ps(0.693359375f)));
+    r = _mm256_sub_ps(r, _mm256_mul_ps(nf, _mm256_set1_ps(-2.12194440e-4f)));
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(p, r), r), r), _mm256_set1_ps(1.0f));
+    __m256i n1 = _mm256_srai_epi32(_mm256_add_epi32(n, _mm256_srli_epi32(n, 31)), 1), n2 = _mm256_sub_epi32(n, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
 /* The epilogue of 8 sums v (bd_conv_epilogue, lane by lane: NaN goes
  * through as the scalar code lets it). */
 __attribute__((target("avx2"))) static inline __m256 pg_epi8(__m256 v, __m256 bias, const float *z, __m256i mask,
@@ -319,11 +344,10 @@ __attribute__((target("avx2"))) static inline __m256 pg_epi8(__m256 v, __m256 bi
         break;
     }
     case BD_ACT_SIGMOID:
-    case BD_ACT_SILU: { /* lane by lane through ops/activation.h's formula */
-        float l[8];
-        _mm256_storeu_ps(l, v);
-        for (int i = 0; i < 8; i++) l[i] = bd_conv_act_apply(act, 0.0f, 0.0f, l[i]);
-        v = _mm256_loadu_ps(l);
+    case BD_ACT_SILU: { /* 1 / (1 + e^-v), times v for x sigmoid(x) */
+        const __m256 one = _mm256_set1_ps(1.0f);
+        __m256 sg = _mm256_div_ps(one, _mm256_add_ps(one, pg_exp8(_mm256_sub_ps(_mm256_setzero_ps(), v))));
+        v = act == BD_ACT_SILU ? _mm256_mul_ps(v, sg) : sg;
         break;
     }
     default: break;
