@@ -105,7 +105,7 @@ static int count_bad(const float *y, const float *ref, int64_t n)
 }
 
 static const ccase cases[] = {
-    {2, 2, 5, 7, 1, {13, 37}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "3x3 pad 1, rows past the 6-row block, tails"},
+    {2, 2, 5, 7, 1, {13, 37}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "3x3 pad 1, a partial 8-row block, tails"},
     {2, 1, 4, 6, 1, {11, 19}, {3, 3}, {2, 2}, {1, 1}, {0, 1}, {2, 1}, "3x3 stride 2, asymmetric pads"},
     {2, 1, 3, 5, 1, {17, 15}, {5, 3}, {1, 2}, {2, 3}, {2, 1}, {0, 3}, "5x3 dilated (2, 3), stride (1, 2)"},
     {2, 2, 6, 10, 2, {9, 14}, {3, 2}, {2, 1}, {1, 2}, {0, 2}, {1, 0}, "grouped, strided, dilated"},

@@ -288,7 +288,7 @@ static void pfill(void *ctx, int64_t begin, int64_t end)
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define PG_X86 1
-#define PG_MR 6   /* output channels per microkernel */
+#define PG_MR 8   /* output channels per microkernel */
 #define PG_QB 128 /* flat outputs per task block */
 #define PG_KC 128 /* k per pass over the block: 32 columns of it fill 16 KiB */
 
@@ -398,60 +398,51 @@ static int pg_level(void)
 }
 
 /* c (PG_MR rows, ldc apart; 32 columns) (+)= wp (kn x PG_MR) times the rows
- * b + off[k] (columns [0, nq) read, nq <= 32). */
+ * b + off[k] (columns [0, nq) read, nq <= 32): 16 accumulators of the 32
+ * registers. */
 __attribute__((target("avx512f"))) static void pg_mk512(const float *wp, const float *b, const int64_t *off,
                                                         int64_t kn, float *c, int64_t ldc, int init, int64_t nq)
 {
     __mmask16 m0 = (__mmask16)(nq >= 16 ? 0xFFFF : (1u << nq) - 1);
     __mmask16 m1 = (__mmask16)(nq >= 32 ? 0xFFFF : nq > 16 ? (1u << (nq - 16)) - 1 : 0);
-    __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-    if (init) {
-        c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-        c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    } else {
-        c00 = _mm512_loadu_ps(c), c01 = _mm512_loadu_ps(c + 16);
-        c10 = _mm512_loadu_ps(c + ldc), c11 = _mm512_loadu_ps(c + ldc + 16);
-        c20 = _mm512_loadu_ps(c + 2 * ldc), c21 = _mm512_loadu_ps(c + 2 * ldc + 16);
-        c30 = _mm512_loadu_ps(c + 3 * ldc), c31 = _mm512_loadu_ps(c + 3 * ldc + 16);
-        c40 = _mm512_loadu_ps(c + 4 * ldc), c41 = _mm512_loadu_ps(c + 4 * ldc + 16);
-        c50 = _mm512_loadu_ps(c + 5 * ldc), c51 = _mm512_loadu_ps(c + 5 * ldc + 16);
+    __m512 acc[PG_MR][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < PG_MR; r++) {
+        acc[r][0] = init ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc);
+        acc[r][1] = init ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc + 16);
     }
     for (int64_t k = 0; k < kn; k++, wp += PG_MR) {
         const float *bk = b + off[k];
-        __m512 b0 = _mm512_maskz_loadu_ps(m0, bk), b1 = _mm512_maskz_loadu_ps(m1, bk + 16), a;
-        a = _mm512_set1_ps(wp[0]), c00 = _mm512_fmadd_ps(a, b0, c00), c01 = _mm512_fmadd_ps(a, b1, c01);
-        a = _mm512_set1_ps(wp[1]), c10 = _mm512_fmadd_ps(a, b0, c10), c11 = _mm512_fmadd_ps(a, b1, c11);
-        a = _mm512_set1_ps(wp[2]), c20 = _mm512_fmadd_ps(a, b0, c20), c21 = _mm512_fmadd_ps(a, b1, c21);
-        a = _mm512_set1_ps(wp[3]), c30 = _mm512_fmadd_ps(a, b0, c30), c31 = _mm512_fmadd_ps(a, b1, c31);
-        a = _mm512_set1_ps(wp[4]), c40 = _mm512_fmadd_ps(a, b0, c40), c41 = _mm512_fmadd_ps(a, b1, c41);
-        a = _mm512_set1_ps(wp[5]), c50 = _mm512_fmadd_ps(a, b0, c50), c51 = _mm512_fmadd_ps(a, b1, c51);
+        __m512 b0 = _mm512_maskz_loadu_ps(m0, bk), b1 = _mm512_maskz_loadu_ps(m1, bk + 16);
+#pragma GCC unroll 8
+        for (int r = 0; r < PG_MR; r++) {
+            __m512 a = _mm512_set1_ps(wp[r]);
+            acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+        }
     }
-    _mm512_storeu_ps(c, c00), _mm512_storeu_ps(c + 16, c01);
-    _mm512_storeu_ps(c + ldc, c10), _mm512_storeu_ps(c + ldc + 16, c11);
-    _mm512_storeu_ps(c + 2 * ldc, c20), _mm512_storeu_ps(c + 2 * ldc + 16, c21);
-    _mm512_storeu_ps(c + 3 * ldc, c30), _mm512_storeu_ps(c + 3 * ldc + 16, c31);
-    _mm512_storeu_ps(c + 4 * ldc, c40), _mm512_storeu_ps(c + 4 * ldc + 16, c41);
-    _mm512_storeu_ps(c + 5 * ldc, c50), _mm512_storeu_ps(c + 5 * ldc + 16, c51);
+#pragma GCC unroll 8
+    for (int r = 0; r < PG_MR; r++) {
+        _mm512_storeu_ps(c + r * ldc, acc[r][0]);
+        _mm512_storeu_ps(c + r * ldc + 16, acc[r][1]);
+    }
 }
 
-/* The AVX2 twin of pg_mk512 on 16 columns (nq <= 16). */
+/* The AVX2 twin of pg_mk512 on 4 of the PG_MR rows and 16 columns (nq <= 16). */
 __attribute__((target("avx2,fma"))) static void pg_mk256(const float *wp, const float *b, const int64_t *off,
                                                          int64_t kn, float *c, int64_t ldc, int init, int64_t nq)
 {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)nq), lane);
     __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)nq - 8), lane);
-    __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+    __m256 c00, c01, c10, c11, c20, c21, c30, c31;
     if (init) {
-        c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-        c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+        c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
     } else {
         c00 = _mm256_loadu_ps(c), c01 = _mm256_loadu_ps(c + 8);
         c10 = _mm256_loadu_ps(c + ldc), c11 = _mm256_loadu_ps(c + ldc + 8);
         c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
         c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
-        c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
-        c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
     }
     for (int64_t k = 0; k < kn; k++, wp += PG_MR) {
         const float *bk = b + off[k];
@@ -460,15 +451,11 @@ __attribute__((target("avx2,fma"))) static void pg_mk256(const float *wp, const 
         a = _mm256_broadcast_ss(wp + 1), c10 = _mm256_fmadd_ps(a, b0, c10), c11 = _mm256_fmadd_ps(a, b1, c11);
         a = _mm256_broadcast_ss(wp + 2), c20 = _mm256_fmadd_ps(a, b0, c20), c21 = _mm256_fmadd_ps(a, b1, c21);
         a = _mm256_broadcast_ss(wp + 3), c30 = _mm256_fmadd_ps(a, b0, c30), c31 = _mm256_fmadd_ps(a, b1, c31);
-        a = _mm256_broadcast_ss(wp + 4), c40 = _mm256_fmadd_ps(a, b0, c40), c41 = _mm256_fmadd_ps(a, b1, c41);
-        a = _mm256_broadcast_ss(wp + 5), c50 = _mm256_fmadd_ps(a, b0, c50), c51 = _mm256_fmadd_ps(a, b1, c51);
     }
     _mm256_storeu_ps(c, c00), _mm256_storeu_ps(c + 8, c01);
     _mm256_storeu_ps(c + ldc, c10), _mm256_storeu_ps(c + ldc + 8, c11);
     _mm256_storeu_ps(c + 2 * ldc, c20), _mm256_storeu_ps(c + 2 * ldc + 8, c21);
     _mm256_storeu_ps(c + 3 * ldc, c30), _mm256_storeu_ps(c + 3 * ldc + 8, c31);
-    _mm256_storeu_ps(c + 4 * ldc, c40), _mm256_storeu_ps(c + 4 * ldc + 8, c41);
-    _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
 }
 
 /* Depthwise: y[q] = sum over taps t in order of wt[t] * b[q + off[t]], q in
@@ -554,8 +541,12 @@ static void pg_tasks(void *ctx, int64_t begin, int64_t end)
                     for (int64_t mbi = 0; mbi < j->mb; mbi++) {
                         const float *wp = wg + (mbi * j->kk + k0) * PG_MR;
                         float *c = tmp + mbi * PG_MR * PG_QB + qs;
-                        if (j->lvl == 2) pg_mk512(wp, b + qs, j->off + k0, kn, c, PG_QB, k0 == 0, nq - qs);
-                        else pg_mk256(wp, b + qs, j->off + k0, kn, c, PG_QB, k0 == 0, nq - qs);
+                        if (j->lvl == 2) {
+                            pg_mk512(wp, b + qs, j->off + k0, kn, c, PG_QB, k0 == 0, nq - qs);
+                        } else {
+                            pg_mk256(wp, b + qs, j->off + k0, kn, c, PG_QB, k0 == 0, nq - qs);
+                            pg_mk256(wp + 4, b + qs, j->off + k0, kn, c + 4 * PG_QB, PG_QB, k0 == 0, nq - qs);
+                        }
                     }
             }
             for (int64_t m = 0; m < j->mg; m++) {
