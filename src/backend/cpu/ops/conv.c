@@ -397,12 +397,17 @@ static int pg_level(void)
     return BD_MIN(lvl, pg_cap);
 }
 
-/* c (PG_MR rows, ldc apart; 32 columns) (+)= wp (kn x PG_MR) times the rows
- * b + off[k] (columns [0, nq) read, nq <= 32): 16 accumulators of the 32
- * registers. */
-__attribute__((target("avx512f"))) static void pg_mk512(const float *wp, const float *b, const int64_t *off,
-                                                        int64_t kn, float *c, int64_t ldc, int init, int64_t nq)
+/* c (PG_MR rows, ldc apart; 32 columns) (+)= the weights w (PG_MR rows, ldw
+ * apart, of which the first `rows` are read: the others repeat the last; kn
+ * columns) times the rows b + off[k] (columns [0, nq) read, nq <= 32): 16
+ * accumulators of the 32 registers. The weights are read where they lie:
+ * eight sequential streams. */
+__attribute__((target("avx512f"))) static void pg_mk512(const float *w, int64_t ldw, int64_t rows, const float *b,
+                                                        const int64_t *off, int64_t kn, float *c, int64_t ldc,
+                                                        int init, int64_t nq)
 {
+    const float *wr[PG_MR];
+    for (int r = 0; r < PG_MR; r++) wr[r] = w + BD_MIN((int64_t)r, rows - 1) * ldw;
     __mmask16 m0 = (__mmask16)(nq >= 16 ? 0xFFFF : (1u << nq) - 1);
     __mmask16 m1 = (__mmask16)(nq >= 32 ? 0xFFFF : nq > 16 ? (1u << (nq - 16)) - 1 : 0);
     __m512 acc[PG_MR][2];
@@ -411,12 +416,12 @@ __attribute__((target("avx512f"))) static void pg_mk512(const float *wp, const f
         acc[r][0] = init ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc);
         acc[r][1] = init ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc + 16);
     }
-    for (int64_t k = 0; k < kn; k++, wp += PG_MR) {
+    for (int64_t k = 0; k < kn; k++) {
         const float *bk = b + off[k];
         __m512 b0 = _mm512_maskz_loadu_ps(m0, bk), b1 = _mm512_maskz_loadu_ps(m1, bk + 16);
 #pragma GCC unroll 8
         for (int r = 0; r < PG_MR; r++) {
-            __m512 a = _mm512_set1_ps(wp[r]);
+            __m512 a = _mm512_set1_ps(wr[r][k]);
             acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
             acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
         }
@@ -428,10 +433,13 @@ __attribute__((target("avx512f"))) static void pg_mk512(const float *wp, const f
     }
 }
 
-/* The AVX2 twin of pg_mk512 on 4 of the PG_MR rows and 16 columns (nq <= 16). */
-__attribute__((target("avx2,fma"))) static void pg_mk256(const float *wp, const float *b, const int64_t *off,
-                                                         int64_t kn, float *c, int64_t ldc, int init, int64_t nq)
+/* The AVX2 twin of pg_mk512 on 4 rows and 16 columns (nq <= 16). */
+__attribute__((target("avx2,fma"))) static void pg_mk256(const float *w, int64_t ldw, int64_t rows, const float *b,
+                                                         const int64_t *off, int64_t kn, float *c, int64_t ldc,
+                                                         int init, int64_t nq)
 {
+    const float *w0 = w, *w1 = w + BD_MIN((int64_t)1, rows - 1) * ldw, *w2 = w + BD_MIN((int64_t)2, rows - 1) * ldw;
+    const float *w3 = w + BD_MIN((int64_t)3, rows - 1) * ldw;
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)nq), lane);
     __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)nq - 8), lane);
@@ -444,13 +452,13 @@ __attribute__((target("avx2,fma"))) static void pg_mk256(const float *wp, const 
         c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
         c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
     }
-    for (int64_t k = 0; k < kn; k++, wp += PG_MR) {
+    for (int64_t k = 0; k < kn; k++) {
         const float *bk = b + off[k];
         __m256 b0 = _mm256_maskload_ps(bk, m0), b1 = _mm256_maskload_ps(bk + 8, m1), a;
-        a = _mm256_broadcast_ss(wp), c00 = _mm256_fmadd_ps(a, b0, c00), c01 = _mm256_fmadd_ps(a, b1, c01);
-        a = _mm256_broadcast_ss(wp + 1), c10 = _mm256_fmadd_ps(a, b0, c10), c11 = _mm256_fmadd_ps(a, b1, c11);
-        a = _mm256_broadcast_ss(wp + 2), c20 = _mm256_fmadd_ps(a, b0, c20), c21 = _mm256_fmadd_ps(a, b1, c21);
-        a = _mm256_broadcast_ss(wp + 3), c30 = _mm256_fmadd_ps(a, b0, c30), c31 = _mm256_fmadd_ps(a, b1, c31);
+        a = _mm256_broadcast_ss(w0 + k), c00 = _mm256_fmadd_ps(a, b0, c00), c01 = _mm256_fmadd_ps(a, b1, c01);
+        a = _mm256_broadcast_ss(w1 + k), c10 = _mm256_fmadd_ps(a, b0, c10), c11 = _mm256_fmadd_ps(a, b1, c11);
+        a = _mm256_broadcast_ss(w2 + k), c20 = _mm256_fmadd_ps(a, b0, c20), c21 = _mm256_fmadd_ps(a, b1, c21);
+        a = _mm256_broadcast_ss(w3 + k), c30 = _mm256_fmadd_ps(a, b0, c30), c31 = _mm256_fmadd_ps(a, b1, c31);
     }
     _mm256_storeu_ps(c, c00), _mm256_storeu_ps(c + 8, c01);
     _mm256_storeu_ps(c + ldc, c10), _mm256_storeu_ps(c + ldc + 8, c11);
@@ -504,7 +512,7 @@ typedef struct pg_job {
     const bd_kernel *k;
     const bd_conv_geom *g;
     const pgeo *p;
-    const float *buf, *wpack, *wt, *bias, *z;
+    const float *buf, *wt, *bias, *z;
     const int64_t *off;
     const win3 *w;
     float *y, *tmp; /* tmp: workers x mb PG_MR x PG_QB (depthwise: workers x chan, or NULL) */
@@ -533,19 +541,22 @@ static void pg_tasks(void *ctx, int64_t begin, int64_t end)
             int64_t qb = task % j->qblocks, pair = task / j->qblocks, n = pair / g->group, gi = pair % g->group;
             int64_t q0 = qb * PG_QB, nq = BD_MIN((int64_t)PG_QB, p->q - q0);
             const float *b = j->buf + (n * g->c_in + gi * cg) * p->chan + q0;
-            const float *wg = j->wpack + gi * j->mb * PG_MR * j->kk;
+            const float *wg = j->wt + gi * j->mg * j->kk;
             if (j->kk == 0) memset(tmp, 0, (size_t)j->mb * PG_MR * PG_QB * sizeof *tmp);
             for (int64_t k0 = 0; k0 < j->kk; k0 += PG_KC) {
                 int64_t kn = BD_MIN((int64_t)PG_KC, j->kk - k0);
                 for (int64_t qs = 0; qs < nq; qs += nr)
                     for (int64_t mbi = 0; mbi < j->mb; mbi++) {
-                        const float *wp = wg + (mbi * j->kk + k0) * PG_MR;
+                        const float *wm = wg + mbi * PG_MR * j->kk + k0;
+                        int64_t rows = BD_MIN((int64_t)PG_MR, j->mg - mbi * PG_MR);
                         float *c = tmp + mbi * PG_MR * PG_QB + qs;
                         if (j->lvl == 2) {
-                            pg_mk512(wp, b + qs, j->off + k0, kn, c, PG_QB, k0 == 0, nq - qs);
+                            pg_mk512(wm, j->kk, rows, b + qs, j->off + k0, kn, c, PG_QB, k0 == 0, nq - qs);
                         } else {
-                            pg_mk256(wp, b + qs, j->off + k0, kn, c, PG_QB, k0 == 0, nq - qs);
-                            pg_mk256(wp + 4, b + qs, j->off + k0, kn, c + 4 * PG_QB, PG_QB, k0 == 0, nq - qs);
+                            pg_mk256(wm, j->kk, rows, b + qs, j->off + k0, kn, c, PG_QB, k0 == 0, nq - qs);
+                            if (rows > 4)
+                                pg_mk256(wm + 4 * j->kk, j->kk, rows - 4, b + qs, j->off + k0, kn, c + 4 * PG_QB, PG_QB,
+                                         k0 == 0, nq - qs);
                         }
                     }
             }
@@ -614,7 +625,7 @@ static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const
     const float *x = k->in[0].data, *wt = k->in[1].data;
     const float *bias = k->n_in > 2 && k->in[2].data ? k->in[2].data : NULL;
     const float *z = pa->res != BD_RES_NONE && k->n_in > 3 ? k->in[3].data : NULL;
-    float *y = k->out[0].data, *buf = NULL, *wpack = NULL, *tmp = NULL;
+    float *y = k->out[0].data, *buf = NULL, *tmp = NULL;
     int64_t *off = NULL;
     pgeo p;
     pgeo_make(w, &p);
@@ -632,21 +643,8 @@ static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const
         bd_parallel_for(k->threads, g->n * g->c_in, BD_MAX((int64_t)1, (int64_t)65536 / BD_MAX(p.chan, (int64_t)1)),
                         pfill, &fj);
     }
-    if (!dw) { /* (group, row block): kk x PG_MR, rows past mg zero */
-        wpack = bd_malloc((size_t)(g->group * mb * PG_MR) * (size_t)BD_MAX(kk, (int64_t)1) * sizeof *wpack);
-        BD_CHECK_ALLOC(k->err, wpack);
-        for (int64_t gi = 0; gi < g->group; gi++)
-            for (int64_t bi = 0; bi < mb; bi++) {
-                float *dst = wpack + (gi * mb + bi) * PG_MR * kk;
-                for (int64_t q = 0; q < kk; q++)
-                    for (int r = 0; r < PG_MR; r++) {
-                        int64_t m = bi * PG_MR + r;
-                        dst[q * PG_MR + r] = m < mg ? wt[(gi * mg + m) * kk + q] : 0.0f;
-                    }
-            }
-    }
     int64_t qblocks = BD_CEIL_DIV(p.q, (int64_t)PG_QB);
-    pg_job j = {k, g, &p, p.copy && !dw ? buf : x, wpack, wt, bias, z, off, w, y, NULL, kk, mg, mb, qblocks, 1, 1, lvl};
+    pg_job j = {k, g, &p, p.copy && !dw ? buf : x, wt, bias, z, off, w, y, NULL, kk, mg, mb, qblocks, 1, 1, lvl};
     int64_t per_task = (dw ? 1 : mb * PG_MR) * PG_QB * BD_MAX(kk, (int64_t)1);
     int64_t min_tasks = BD_MAX((int64_t)1, (int64_t)PG_MIN_WORK / per_task);
     if (dw) { /* enough tasks for the threads, with output channels of one input plane together */
@@ -671,7 +669,6 @@ static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const
 fail:
     bd_free(off);
     bd_free(buf);
-    bd_free(wpack);
     bd_free(tmp);
     return st;
 }
