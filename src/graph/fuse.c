@@ -7,9 +7,11 @@
  * b'[m] = b[m] * s[m] + t[m]; the Conv writes the affine's output and is
  * named "conv+mul+add" (or "conv+bn"). The old weights go when nothing else
  * reads them. Then: a Conv whose output is read by exactly one node, a
- * Relu, LeakyRelu or Clip (with constant bounds), and is not a graph output,
- * takes that activation into its epilogue: the activation node goes, the
- * Conv writes the activation's output, and its name becomes "conv+act". It
+ * Relu, LeakyRelu, Clip (with constant bounds), HardSigmoid, HardSwish or
+ * Sigmoid, and is not a graph output, takes that activation into its
+ * epilogue: the activation node goes, the Conv writes the activation's
+ * output, and its name becomes "conv+act" (a Sigmoid and the Mul of the
+ * Conv's output by it, x sigmoid(x), go the same way: "conv+sigmoid+mul"). It
  * never changes what can run concurrently (the activation had no other
  * reader) and saves one pass over the tensor.
  *
@@ -62,6 +64,12 @@ static int act_of(const bd_graph *g, const bd_node *r, int *act, float *a, float
             return bd_attr_float(r, "min", *a, a, &ignore) == BRAID_OK && bd_attr_float(r, "max", *b, b, &ignore) == BRAID_OK;
         return (r->n_in < 2 || r->in[1] < 0 || const_scalar(g, r->in[1], a)) &&
                (r->n_in < 3 || r->in[2] < 0 || const_scalar(g, r->in[2], b));
+    case BD_OP_HardSigmoid:
+        *act = BD_ACT_HSIGMOID;
+        return bd_attr_float(r, "alpha", 0.2f, a, &ignore) == BRAID_OK &&
+               bd_attr_float(r, "beta", 0.5f, b, &ignore) == BRAID_OK;
+    case BD_OP_HardSwish: *act = BD_ACT_HSWISH; return 1;
+    case BD_OP_Sigmoid: *act = BD_ACT_SIGMOID; return 1;
     default: return 0;
     }
 }
@@ -240,6 +248,23 @@ static braid_status fold_affine(bd_graph *g, int i, int *readers, int *reader, u
     return BRAID_OK;
 }
 
+/* The Sigmoid s whose output only a Mul reads, the Mul of v by s (v read by
+ * those two nodes alone); -1 when v is not so read. */
+static int silu_of(const bd_graph *g, int v, const int *readers, const int *reader, const unsigned char *gone)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const bd_node *s = &g->nodes[i];
+        if (gone[i] || s->op != BD_OP_Sigmoid || s->n_in != 1 || s->in[0] != v || s->n_out != 1) continue;
+        int sv = s->out[0];
+        if (sv < 0 || readers[sv] != 1 || (g->values[sv].flags & BD_VAL_OUTPUT)) return -1;
+        const bd_node *m = &g->nodes[reader[sv]];
+        if (gone[reader[sv]] || m->op != BD_OP_Mul || m->n_in != 2 || m->n_out != 1 || m->out[0] < 0) return -1;
+        if (!((m->in[0] == v && m->in[1] == sv) || (m->in[0] == sv && m->in[1] == v))) return -1;
+        return i;
+    }
+    return -1;
+}
+
 braid_status bd_graph_fuse(bd_graph *g, bd_err *e)
 {
     braid_status st = BRAID_OK;
@@ -261,7 +286,24 @@ braid_status bd_graph_fuse(bd_graph *g, bd_err *e)
         bd_node *c = &g->nodes[i];
         if (gone[i]) continue;
         if (c->op != BD_OP_Conv || !c->params || c->n_out != 1) continue;
-        int v = c->out[0];
+        int v = c->out[0], silu = -1;
+        if (v >= 0 && readers[v] == 2 && !(g->values[v].flags & BD_VAL_OUTPUT)) silu = silu_of(g, v, readers, reader, gone);
+        if (silu >= 0) { /* Conv -> Sigmoid -> Mul(conv, sigmoid): x sigmoid(x) */
+            bd_node *s = &g->nodes[silu], *m = &g->nodes[reader[s->out[0]]];
+            char *name = bd_malloc(strlen(c->name) + strlen(s->name) + strlen(m->name) + 3);
+            BD_CHECK_ALLOC(e, name);
+            sprintf(name, "%s+%s+%s", c->name, s->name, m->name);
+            bd_free(c->name);
+            c->name = name;
+            bd_conv_params *p = c->params;
+            p->act = BD_ACT_SILU;
+            p->act_a = p->act_b = 0;
+            c->out[0] = m->out[0];
+            gone[reader[s->out[0]]] = 1;
+            gone[silu] = 1;
+            fused += 2;
+            continue;
+        }
         if (v < 0 || readers[v] != 1 || (g->values[v].flags & BD_VAL_OUTPUT)) continue;
         bd_node *r = &g->nodes[reader[v]];
         int act;

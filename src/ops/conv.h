@@ -4,6 +4,7 @@
 #define BD_OPS_CONV_H
 
 #include "ops.h"
+#include "ops/activation.h"
 
 #define BD_CONV_MAX_SPATIAL 3 /* 1-D, 2-D and 3-D convolutions */
 
@@ -14,13 +15,19 @@ typedef enum bd_auto_pad {
     BD_PAD_VALID = 3
 } bd_auto_pad;
 
-/* An activation fused into a Conv by src/graph/fuse.c (a Relu, LeakyRelu or
- * Clip that was the Conv's only consumer), applied after the bias. */
+/* An activation fused into a Conv by src/graph/fuse.c (a Relu, LeakyRelu,
+ * Clip, HardSigmoid, HardSwish or Sigmoid that was the Conv's only consumer,
+ * or a Sigmoid and the Mul of the Conv's output by it), applied after the
+ * bias, with the formulas of ops/activation.h. */
 typedef enum bd_conv_act {
     BD_ACT_NONE = 0,
     BD_ACT_RELU = 1,
-    BD_ACT_LEAKY = 2, /* act_a: alpha */
-    BD_ACT_CLIP = 3   /* act_a: min, act_b: max */
+    BD_ACT_LEAKY = 2,    /* act_a: alpha */
+    BD_ACT_CLIP = 3,     /* act_a: min, act_b: max */
+    BD_ACT_HSIGMOID = 4, /* act_a: alpha, act_b: beta */
+    BD_ACT_HSWISH = 5,
+    BD_ACT_SIGMOID = 6,
+    BD_ACT_SILU = 7      /* x sigmoid(x) */
 } bd_conv_act;
 
 static inline BD_HOST_DEVICE float bd_conv_act_apply(int act, float a, float b, float v)
@@ -29,6 +36,10 @@ static inline BD_HOST_DEVICE float bd_conv_act_apply(int act, float a, float b, 
     case BD_ACT_RELU: return v > 0.0f ? v : 0.0f;
     case BD_ACT_LEAKY: return v >= 0.0f ? v : v * a;
     case BD_ACT_CLIP: return v < a ? a : (v > b ? b : v);
+    case BD_ACT_HSIGMOID: return bd_act_hsig_f(v, a, b);
+    case BD_ACT_HSWISH: return bd_act_hswish_f(v);
+    case BD_ACT_SIGMOID: return bd_act_sigmoid_f(v);
+    case BD_ACT_SILU: return v * bd_act_sigmoid_f(v);
     default: return v;
     }
 }

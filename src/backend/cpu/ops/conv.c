@@ -1,6 +1,9 @@
-/* conv.c: CPU kernels of the conv op family. Conv runs as im2col + SGEMM
- * (1x1 stride-1 unpadded: SGEMM straight on the input), with a direct loop
- * when each group has one input channel (depthwise); ConvTranspose runs as
+/* conv.c: CPU kernels of the conv op family. Conv runs, on CPUs with AVX2
+ * or AVX-512, as an implicit GEMM over a padded, stride-phase-split copy of
+ * the input with its own microkernels (a direct vector loop when each group
+ * has one input channel); elsewhere as im2col + SGEMM (1x1 stride-1
+ * unpadded: SGEMM straight on the input), with a scalar direct loop for
+ * depthwise. ConvTranspose runs as
  * SGEMM + col2im. 1-D and 2-D are handled as 3-D with leading unit dims. */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/parallel.h"
@@ -197,6 +200,491 @@ static braid_status check_blas_dims(int64_t a, int64_t b, int64_t c, bd_err *e)
     return BRAID_OK;
 }
 
+/* ---- Padded implicit GEMM (AVX2 / AVX-512) --------------------------------------
+ * The input of each channel is copied once into a zero-padded buffer split
+ * into stride phases (s0*s1*s2 planes of ph0 x ph1 x ph2), so that every tap
+ * of every output reads a contiguous run: output (od, oh, ow) sits at flat
+ * index q = (od ph1 + oh) ph2 + ow and tap (c, kd, kh, kw) at q + off[c, t].
+ * A convolution is then a GEMM W (Mg x Cg*taps) times the buffer rows
+ * B[k] = buf + off[k] over q in [0, Q), with no im2col; the columns with
+ * ow >= OW or oh >= OH are computed and dropped (2/OW extra for a 3x3 pad 1).
+ * A stride-1 unpadded convolution reads the input as it is. Each output is
+ * one FMA chain over k in order, starting at 0, then the epilogue (bias,
+ * residual, activation): the same bits for any split over threads. */
+
+typedef struct pgeo {
+    int64_t ph[3], out[3]; /* phase plane dims; output dims */
+    int64_t plane, chan;   /* floats in one phase plane, in one channel's buffer */
+    int64_t q;             /* the flat output range [0, q) */
+    int copy;              /* 0: the buffer is the input itself */
+} pgeo;
+
+static void pgeo_make(const win3 *w, pgeo *p)
+{
+    p->copy = 0;
+    for (int i = 0; i < 3; i++) {
+        p->out[i] = w->grid[i];
+        p->ph[i] = w->grid[i] + ((w->k[i] - 1) * w->d[i]) / w->s[i];
+        p->copy |= w->s[i] != 1 || w->pb[i] != 0 || p->ph[i] != w->img[i];
+    }
+    p->plane = p->ph[0] * p->ph[1] * p->ph[2];
+    p->chan = p->plane * w->s[0] * w->s[1] * w->s[2];
+    p->q = ((p->out[0] - 1) * p->ph[1] + p->out[1] - 1) * p->ph[2] + p->out[2];
+}
+
+/* off[c * taps + t]: where tap t of channel c reads, relative to q. */
+static void pgeo_offsets(const win3 *w, const pgeo *p, int64_t channels, int64_t *off)
+{
+    for (int64_t c = 0, k = 0; c < channels; c++)
+        for (int64_t kd = 0; kd < w->k[0]; kd++)
+            for (int64_t kh = 0; kh < w->k[1]; kh++)
+                for (int64_t kw = 0; kw < w->k[2]; kw++, k++) {
+                    int64_t a = kd * w->d[0], b = kh * w->d[1], e = kw * w->d[2];
+                    int64_t phase = ((a % w->s[0]) * w->s[1] + b % w->s[1]) * w->s[2] + e % w->s[2];
+                    off[k] = c * p->chan + phase * p->plane + ((a / w->s[0]) * p->ph[1] + b / w->s[1]) * p->ph[2] +
+                             e / w->s[2];
+                }
+}
+
+typedef struct pfill_job {
+    const win3 *w;
+    const pgeo *p;
+    const float *x;
+    float *buf;
+} pfill_job;
+
+/* Channels [begin, end) of the padded, phase-split buffer. */
+static void pfill(void *ctx, int64_t begin, int64_t end)
+{
+    const pfill_job *j = ctx;
+    const win3 *w = j->w;
+    const pgeo *p = j->p;
+    int64_t s0 = w->s[0], s1 = w->s[1], s2 = w->s[2], wp = p->ph[2] * s2;
+    for (int64_t c = begin; c < end; c++) {
+        const float *xc = j->x + c * w->img_size;
+        float *bc = j->buf + c * p->chan;
+        for (int64_t pd = 0; pd < p->ph[0] * s0; pd++)
+            for (int64_t ph = 0; ph < p->ph[1] * s1; ph++) {
+                int64_t id = pd - w->pb[0], ih = ph - w->pb[1];
+                int ok = id >= 0 && id < w->img[0] && ih >= 0 && ih < w->img[1];
+                const float *src = xc + (id * w->img[1] + ih) * w->img[2];
+                float *row = bc + ((pd % s0) * s1 + ph % s1) * s2 * p->plane + ((pd / s0) * p->ph[1] + ph / s1) * p->ph[2];
+                int64_t lo = BD_MIN(w->pb[2], wp), hi = ok ? BD_MIN(w->pb[2] + w->img[2], wp) : lo;
+                if (s2 == 1) {
+                    memset(row, 0, (size_t)lo * sizeof *row);
+                    if (hi > lo) memcpy(row + lo, src, (size_t)(hi - lo) * sizeof *row);
+                    memset(row + hi, 0, (size_t)(wp - hi) * sizeof *row);
+                    continue;
+                }
+                for (int64_t r = 0; r < s2; r++) { /* phase r holds padded columns r, r + s2, ... */
+                    float *dst = row + r * p->plane;
+                    for (int64_t jw = 0, pw = r; jw < p->ph[2]; jw++, pw += s2)
+                        dst[jw] = pw >= lo && pw < hi ? src[pw - w->pb[2]] : 0.0f;
+                }
+            }
+    }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define PG_X86 1
+#define PG_MR 8   /* output channels per microkernel */
+#define PG_QB 128 /* flat outputs per task block */
+#define PG_KC 128 /* k per pass over the block: 32 columns of it fill 16 KiB */
+
+/* e^x in 8 lanes, step by step as ops/vmath.h's bd_vexpf. */
+__attribute__((target("avx2"))) static inline __m256 pg_exp8(__m256 x)
+{
+    const __m256 magic = _mm256_set1_ps(12582912.0f), lo = _mm256_set1_ps(-104.0f), hi = _mm256_set1_ps(89.0f);
+    x = _mm256_blendv_ps(x, lo, _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
+    x = _mm256_blendv_ps(x, hi, _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
+    __m256 t = _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), magic);
+    __m256i n = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(magic));
+    __m256 nf = _mm256_sub_ps(t, magic);
+    __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(nf, _mm256_set1_ps(0.693359375f)));
+    r = _mm256_sub_ps(r, _mm256_mul_ps(nf, _mm256_set1_ps(-2.12194440e-4f)));
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(p, r), r), r), _mm256_set1_ps(1.0f));
+    __m256i n1 = _mm256_srai_epi32(_mm256_add_epi32(n, _mm256_srli_epi32(n, 31)), 1), n2 = _mm256_sub_epi32(n, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+/* The epilogue of 8 sums v (bd_conv_epilogue, lane by lane: NaN goes
+ * through as the scalar code lets it). */
+__attribute__((target("avx2"))) static inline __m256 pg_epi8(__m256 v, __m256 bias, const float *z, __m256i mask,
+                                                              int act, __m256 aa, __m256 ab, int res)
+{
+    v = _mm256_add_ps(v, bias);
+    if (res == BD_RES_PRE) v = _mm256_add_ps(v, _mm256_maskload_ps(z, mask));
+    switch (act) {
+    case BD_ACT_RELU: v = _mm256_max_ps(v, _mm256_setzero_ps()); break; /* NaN -> 0, as v > 0 ? v : 0 */
+    case BD_ACT_LEAKY:
+        v = _mm256_blendv_ps(_mm256_mul_ps(v, aa), v, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ));
+        break;
+    case BD_ACT_CLIP:
+        v = _mm256_blendv_ps(v, aa, _mm256_cmp_ps(v, aa, _CMP_LT_OQ));
+        v = _mm256_blendv_ps(v, ab, _mm256_cmp_ps(v, ab, _CMP_GT_OQ));
+        break;
+    case BD_ACT_HSIGMOID:
+    case BD_ACT_HSWISH: { /* unit(a v + b) (HardSwish: a = 1/6, b = 1/2), times v for HardSwish */
+        __m256 u = act == BD_ACT_HSWISH ? _mm256_add_ps(_mm256_mul_ps(v, _mm256_set1_ps((float)(1.0 / 6.0))),
+                                                          _mm256_set1_ps(0.5f))
+                                        : _mm256_add_ps(_mm256_mul_ps(aa, v), ab);
+        u = _mm256_blendv_ps(u, _mm256_setzero_ps(), _mm256_cmp_ps(u, _mm256_setzero_ps(), _CMP_LT_OQ));
+        u = _mm256_blendv_ps(u, _mm256_set1_ps(1.0f), _mm256_cmp_ps(u, _mm256_set1_ps(1.0f), _CMP_GT_OQ));
+        v = act == BD_ACT_HSWISH ? _mm256_mul_ps(v, u) : u;
+        break;
+    }
+    case BD_ACT_SIGMOID:
+    case BD_ACT_SILU: { /* 1 / (1 + e^-v), times v for x sigmoid(x) */
+        const __m256 one = _mm256_set1_ps(1.0f);
+        __m256 sg = _mm256_div_ps(one, _mm256_add_ps(one, pg_exp8(_mm256_sub_ps(_mm256_setzero_ps(), v))));
+        v = act == BD_ACT_SILU ? _mm256_mul_ps(v, sg) : sg;
+        break;
+    }
+    default: break;
+    }
+    if (res == BD_RES_POST) v = _mm256_add_ps(v, _mm256_maskload_ps(z, mask));
+    return v;
+}
+
+/* Writes n sums of the flat range starting at q0 (tmp) to the output plane y
+ * (and its residual plane z), dropping the padding columns, through the
+ * epilogue (AVX2: only the kernels below call it). */
+__attribute__((target("avx2"))) static void pscatter(const pgeo *p, const float *tmp, int64_t q0, int64_t n, float *y,
+                                                     const float *z, float b0, int act, float fa, float fb, int res)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), all = _mm256_set1_epi32(-1);
+    const __m256 bias = _mm256_set1_ps(b0), aa = _mm256_set1_ps(fa), ab = _mm256_set1_ps(fb);
+    int64_t ow = q0 % p->ph[2], r = q0 / p->ph[2], oh = r % p->ph[1], od = r / p->ph[1];
+    for (int64_t i = 0; i < n;) {
+        int64_t seg = BD_MIN(p->ph[2] - ow, n - i);
+        if (oh < p->out[1]) {
+            int64_t m = BD_MIN(seg, p->out[2] - ow), at = (od * p->out[1] + oh) * p->out[2] + ow, j = 0;
+            float *yr = y + at;
+            const float *zr = z ? z + at : NULL, *tr = tmp + i;
+            for (; j + 8 <= m; j += 8)
+                _mm256_storeu_ps(yr + j, pg_epi8(_mm256_loadu_ps(tr + j), bias, zr ? zr + j : NULL, all, act, aa, ab, res));
+            if (j < m) {
+                __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(m - j)), lane);
+                __m256 v = _mm256_maskload_ps(tr + j, mk);
+                _mm256_maskstore_ps(yr + j, mk, pg_epi8(v, bias, zr ? zr + j : NULL, mk, act, aa, ab, res));
+            }
+        }
+        i += seg, ow = 0;
+        if (++oh == p->ph[1]) oh = 0, od++;
+    }
+}
+
+static int pg_cap = 2; /* bd_cpu_conv_cap */
+
+/* 0: no kernel (use im2col + SGEMM), 1: AVX2+FMA, 2: AVX-512F. */
+static int pg_level(void)
+{
+    static int lvl = -1;
+    if (lvl < 0) {
+        __builtin_cpu_init();
+        lvl = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    return BD_MIN(lvl, pg_cap);
+}
+
+/* c (PG_MR rows, ldc apart; 32 columns) (+)= the weights w (PG_MR rows, ldw
+ * apart, of which the first `rows` are read: the others repeat the last; kn
+ * columns) times the rows b + off[k] (columns [0, nq) read, nq <= 32): 16
+ * accumulators of the 32 registers. The weights are read where they lie:
+ * eight sequential streams. */
+__attribute__((target("avx512f"))) static void pg_mk512(const float *w, int64_t ldw, int64_t rows, const float *b,
+                                                        const int64_t *off, int64_t kn, float *c, int64_t ldc,
+                                                        int init, int64_t nq)
+{
+    const float *wr[PG_MR];
+    for (int r = 0; r < PG_MR; r++) wr[r] = w + BD_MIN((int64_t)r, rows - 1) * ldw;
+    __mmask16 m0 = (__mmask16)(nq >= 16 ? 0xFFFF : (1u << nq) - 1);
+    __mmask16 m1 = (__mmask16)(nq >= 32 ? 0xFFFF : nq > 16 ? (1u << (nq - 16)) - 1 : 0);
+    __m512 acc[PG_MR][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < PG_MR; r++) {
+        acc[r][0] = init ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc);
+        acc[r][1] = init ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc + 16);
+    }
+    for (int64_t k = 0; k < kn; k++) {
+        const float *bk = b + off[k];
+        __m512 b0 = _mm512_maskz_loadu_ps(m0, bk), b1 = _mm512_maskz_loadu_ps(m1, bk + 16);
+#pragma GCC unroll 8
+        for (int r = 0; r < PG_MR; r++) {
+            __m512 a = _mm512_set1_ps(wr[r][k]);
+            acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < PG_MR; r++) {
+        _mm512_storeu_ps(c + r * ldc, acc[r][0]);
+        _mm512_storeu_ps(c + r * ldc + 16, acc[r][1]);
+    }
+}
+
+/* The AVX2 twin of pg_mk512 on 4 rows and 16 columns (nq <= 16). */
+__attribute__((target("avx2,fma"))) static void pg_mk256(const float *w, int64_t ldw, int64_t rows, const float *b,
+                                                         const int64_t *off, int64_t kn, float *c, int64_t ldc,
+                                                         int init, int64_t nq)
+{
+    const float *w0 = w, *w1 = w + BD_MIN((int64_t)1, rows - 1) * ldw, *w2 = w + BD_MIN((int64_t)2, rows - 1) * ldw;
+    const float *w3 = w + BD_MIN((int64_t)3, rows - 1) * ldw;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)nq), lane);
+    __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)nq - 8), lane);
+    __m256 c00, c01, c10, c11, c20, c21, c30, c31;
+    if (init) {
+        c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    } else {
+        c00 = _mm256_loadu_ps(c), c01 = _mm256_loadu_ps(c + 8);
+        c10 = _mm256_loadu_ps(c + ldc), c11 = _mm256_loadu_ps(c + ldc + 8);
+        c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
+        c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
+    }
+    for (int64_t k = 0; k < kn; k++) {
+        const float *bk = b + off[k];
+        __m256 b0 = _mm256_maskload_ps(bk, m0), b1 = _mm256_maskload_ps(bk + 8, m1), a;
+        a = _mm256_broadcast_ss(w0 + k), c00 = _mm256_fmadd_ps(a, b0, c00), c01 = _mm256_fmadd_ps(a, b1, c01);
+        a = _mm256_broadcast_ss(w1 + k), c10 = _mm256_fmadd_ps(a, b0, c10), c11 = _mm256_fmadd_ps(a, b1, c11);
+        a = _mm256_broadcast_ss(w2 + k), c20 = _mm256_fmadd_ps(a, b0, c20), c21 = _mm256_fmadd_ps(a, b1, c21);
+        a = _mm256_broadcast_ss(w3 + k), c30 = _mm256_fmadd_ps(a, b0, c30), c31 = _mm256_fmadd_ps(a, b1, c31);
+    }
+    _mm256_storeu_ps(c, c00), _mm256_storeu_ps(c + 8, c01);
+    _mm256_storeu_ps(c + ldc, c10), _mm256_storeu_ps(c + ldc + 8, c11);
+    _mm256_storeu_ps(c + 2 * ldc, c20), _mm256_storeu_ps(c + 2 * ldc + 8, c21);
+    _mm256_storeu_ps(c + 3 * ldc, c30), _mm256_storeu_ps(c + 3 * ldc + 8, c31);
+}
+
+/* Depthwise: y[q] = sum over taps t in order of wt[t] * b[q + off[t]], q in
+ * [0, nq), nq <= 64, into tmp. */
+__attribute__((target("avx512f"))) static void pg_dw512(const float *wt, const float *b, const int64_t *off,
+                                                        int64_t taps, float *tmp, int64_t nq)
+{
+    __mmask16 m[4];
+    for (int i = 0; i < 4; i++) {
+        int64_t r = nq - 16 * i;
+        m[i] = (__mmask16)(r >= 16 ? 0xFFFF : r > 0 ? (1u << r) - 1 : 0);
+    }
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t t = 0; t < taps; t++) {
+        const float *bt = b + off[t];
+        __m512 v = _mm512_set1_ps(wt[t]);
+        a0 = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(m[0], bt), a0);
+        a1 = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(m[1], bt + 16), a1);
+        a2 = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(m[2], bt + 32), a2);
+        a3 = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(m[3], bt + 48), a3);
+    }
+    _mm512_storeu_ps(tmp, a0), _mm512_storeu_ps(tmp + 16, a1);
+    _mm512_storeu_ps(tmp + 32, a2), _mm512_storeu_ps(tmp + 48, a3);
+}
+
+__attribute__((target("avx2,fma"))) static void pg_dw256(const float *wt, const float *b, const int64_t *off,
+                                                         int64_t taps, float *tmp, int64_t nq)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i m[4];
+    for (int i = 0; i < 4; i++) m[i] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(nq - 8 * i)), lane);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t t = 0; t < taps; t++) {
+        const float *bt = b + off[t];
+        __m256 v = _mm256_broadcast_ss(wt + t);
+        a0 = _mm256_fmadd_ps(v, _mm256_maskload_ps(bt, m[0]), a0);
+        a1 = _mm256_fmadd_ps(v, _mm256_maskload_ps(bt + 8, m[1]), a1);
+        a2 = _mm256_fmadd_ps(v, _mm256_maskload_ps(bt + 16, m[2]), a2);
+        a3 = _mm256_fmadd_ps(v, _mm256_maskload_ps(bt + 24, m[3]), a3);
+    }
+    _mm256_storeu_ps(tmp, a0), _mm256_storeu_ps(tmp + 8, a1);
+    _mm256_storeu_ps(tmp + 16, a2), _mm256_storeu_ps(tmp + 24, a3);
+}
+
+typedef struct pg_job {
+    const bd_kernel *k;
+    const bd_conv_geom *g;
+    const pgeo *p;
+    const float *buf, *wt, *bias, *z;
+    const int64_t *off;
+    const win3 *w;
+    float *y, *tmp; /* tmp: workers x mb PG_MR x PG_QB (depthwise: workers x chan, or NULL) */
+    int64_t kk, mg, mb, qblocks, workers, dmc; /* dmc: output channels per depthwise task */
+    int lvl;
+} pg_job;
+
+/* Workers [begin, end) of the (image, group, block of PG_QB flat outputs)
+ * tasks, worker wi taking tasks [tasks wi / workers, tasks (wi + 1) / workers)
+ * with its own sums tmp (mb PG_MR rows x PG_QB). For each PG_KC slice of k
+ * and each microkernel's columns, every PG_MR rows of the group's weights
+ * pass over that slice of the buffer while it is in L1; then the epilogue
+ * writes the rows out. */
+static void pg_tasks(void *ctx, int64_t begin, int64_t end)
+{
+    const pg_job *j = ctx;
+    const bd_conv_geom *g = j->g;
+    const pgeo *p = j->p;
+    const bd_conv_params *pa = j->k->node->params;
+    int res = j->z ? pa->res : BD_RES_NONE;
+    int64_t cg = g->c_in / g->group, nr = j->lvl == 2 ? 32 : 16, ys = p->out[0] * p->out[1] * p->out[2];
+    int64_t tasks = g->n * g->group * j->qblocks;
+    for (int64_t wi = begin; wi < end; wi++) {
+        float *tmp = j->tmp + wi * j->mb * PG_MR * PG_QB;
+        for (int64_t task = tasks * wi / j->workers; task < tasks * (wi + 1) / j->workers; task++) {
+            int64_t qb = task % j->qblocks, pair = task / j->qblocks, n = pair / g->group, gi = pair % g->group;
+            int64_t q0 = qb * PG_QB, nq = BD_MIN((int64_t)PG_QB, p->q - q0);
+            const float *b = j->buf + (n * g->c_in + gi * cg) * p->chan + q0;
+            const float *wg = j->wt + gi * j->mg * j->kk;
+            if (j->kk == 0) memset(tmp, 0, (size_t)j->mb * PG_MR * PG_QB * sizeof *tmp);
+            for (int64_t k0 = 0; k0 < j->kk; k0 += PG_KC) {
+                int64_t kn = BD_MIN((int64_t)PG_KC, j->kk - k0);
+                for (int64_t qs = 0; qs < nq; qs += nr)
+                    for (int64_t mbi = 0; mbi < j->mb; mbi++) {
+                        const float *wm = wg + mbi * PG_MR * j->kk + k0;
+                        int64_t rows = BD_MIN((int64_t)PG_MR, j->mg - mbi * PG_MR);
+                        float *c = tmp + mbi * PG_MR * PG_QB + qs;
+                        if (j->lvl == 2) {
+                            pg_mk512(wm, j->kk, rows, b + qs, j->off + k0, kn, c, PG_QB, k0 == 0, nq - qs);
+                        } else {
+                            pg_mk256(wm, j->kk, rows, b + qs, j->off + k0, kn, c, PG_QB, k0 == 0, nq - qs);
+                            if (rows > 4)
+                                pg_mk256(wm + 4 * j->kk, j->kk, rows - 4, b + qs, j->off + k0, kn, c + 4 * PG_QB, PG_QB,
+                                         k0 == 0, nq - qs);
+                        }
+                    }
+            }
+            for (int64_t m = 0; m < j->mg; m++) {
+                int64_t oc = gi * j->mg + m, plane = n * g->c_out + oc;
+                pscatter(p, tmp + m * PG_QB, q0, nq, j->y + plane * ys, j->z ? j->z + plane * ys : NULL,
+                         j->bias ? j->bias[oc] : 0.0f, pa->act, pa->act_a, pa->act_b, res);
+            }
+        }
+    }
+}
+
+/* Depthwise workers [begin, end) of the (image, input channel, chunk of
+ * dmc of its mg output channels) tasks, split as pg_tasks splits: each task
+ * pads its input plane into the worker's buffer (tmp, p->chan floats) when
+ * the input needs it, and runs its output channels over it while it is in
+ * cache. */
+static void pg_dw_tasks(void *ctx, int64_t begin, int64_t end)
+{
+    const pg_job *j = ctx;
+    const bd_conv_geom *g = j->g;
+    const pgeo *p = j->p;
+    const bd_conv_params *pa = j->k->node->params;
+    int res = j->z ? pa->res : BD_RES_NONE;
+    int64_t ys = p->out[0] * p->out[1] * p->out[2], nr = j->lvl == 2 ? 64 : 32;
+    int64_t chunks = BD_CEIL_DIV(j->mg, j->dmc), tasks = g->n * g->c_in * chunks;
+    float tmp[PG_QB];
+    for (int64_t wi = begin; wi < end; wi++) {
+        float *buf = j->tmp ? j->tmp + wi * j->p->chan : NULL;
+        for (int64_t task = tasks * wi / j->workers; task < tasks * (wi + 1) / j->workers; task++) {
+            int64_t ch = task / chunks, m0 = (task % chunks) * j->dmc, m1 = BD_MIN(m0 + j->dmc, j->mg);
+            const float *b = j->buf + ch * p->chan;
+            if (buf) {
+                pfill_job fj = {j->w, p, j->buf + ch * j->w->img_size, buf};
+                pfill(&fj, 0, 1);
+                b = buf;
+            }
+            for (int64_t mi = m0; mi < m1; mi++) {
+                int64_t n = ch / g->c_in, m = (ch % g->c_in) * j->mg + mi, plane = n * g->c_out + m;
+                const float *wt = j->wt + m * j->kk;
+                for (int64_t q0 = 0; q0 < p->q; q0 += PG_QB) {
+                    int64_t nq = BD_MIN((int64_t)PG_QB, p->q - q0);
+                    for (int64_t qs = 0; qs < nq; qs += nr) {
+                        if (j->lvl == 2) pg_dw512(wt, b + q0 + qs, j->off, j->kk, tmp + qs, nq - qs);
+                        else pg_dw256(wt, b + q0 + qs, j->off, j->kk, tmp + qs, nq - qs);
+                    }
+                    pscatter(p, tmp, q0, nq, j->y + plane * ys, j->z ? j->z + plane * ys : NULL,
+                             j->bias ? j->bias[m] : 0.0f, pa->act, pa->act_a, pa->act_b, res);
+                }
+            }
+        }
+    }
+}
+
+#define PG_MIN_WORK (1 << 20) /* multiply-adds per thread worth a thread */
+
+/* The convolution through the padded buffer; *done is 0 when this CPU has no
+ * kernel for it (the caller then runs im2col + SGEMM). */
+static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const win3 *w, int *done)
+{
+    braid_status st = BRAID_OK;
+    *done = 0;
+    int lvl = pg_level();
+    if (!lvl) return BRAID_OK;
+    const bd_conv_params *pa = k->node->params;
+    const float *x = k->in[0].data, *wt = k->in[1].data;
+    const float *bias = k->n_in > 2 && k->in[2].data ? k->in[2].data : NULL;
+    const float *z = pa->res != BD_RES_NONE && k->n_in > 3 ? k->in[3].data : NULL;
+    float *y = k->out[0].data, *buf = NULL, *tmp = NULL;
+    int64_t *off = NULL;
+    pgeo p;
+    pgeo_make(w, &p);
+    int64_t cg = g->c_in / g->group, mg = g->c_out / g->group, kk = cg * w->taps;
+    int64_t mb = BD_CEIL_DIV(mg, (int64_t)PG_MR), dw = cg == 1;
+    *done = 1;
+    if (bd_numel(&k->out[0]) == 0) return BRAID_OK;
+    off = bd_malloc((size_t)BD_MAX(kk, (int64_t)1) * sizeof *off);
+    BD_CHECK_ALLOC(k->err, off);
+    pgeo_offsets(w, &p, cg, off);
+    if (p.copy && !dw) {
+        buf = bd_malloc((size_t)(g->n * g->c_in) * (size_t)p.chan * sizeof *buf);
+        BD_CHECK_ALLOC(k->err, buf);
+        pfill_job fj = {w, &p, x, buf};
+        bd_parallel_for(k->threads, g->n * g->c_in, BD_MAX((int64_t)1, (int64_t)65536 / BD_MAX(p.chan, (int64_t)1)),
+                        pfill, &fj);
+    }
+    int64_t qblocks = BD_CEIL_DIV(p.q, (int64_t)PG_QB);
+    pg_job j = {k, g, &p, p.copy && !dw ? buf : x, wt, bias, z, off, w, y, NULL, kk, mg, mb, qblocks, 1, 1, lvl};
+    int64_t per_task = (dw ? 1 : mb * PG_MR) * PG_QB * BD_MAX(kk, (int64_t)1);
+    int64_t min_tasks = BD_MAX((int64_t)1, (int64_t)PG_MIN_WORK / per_task);
+    if (dw) { /* enough tasks for the threads, with output channels of one input plane together */
+        int64_t th = BD_MAX(k->threads, 1), planes = g->n * g->c_in;
+        j.dmc = planes >= 2 * th ? mg : BD_MAX((int64_t)1, mg * planes / (2 * th));
+        int64_t tasks = planes * BD_CEIL_DIV(mg, j.dmc), per = j.dmc * p.q * BD_MAX(kk, (int64_t)1);
+        j.workers = BD_MAX((int64_t)1, BD_MIN(th, tasks / BD_MAX((int64_t)1, (int64_t)PG_MIN_WORK / per)));
+        if (p.copy) {
+            tmp = bd_malloc((size_t)j.workers * (size_t)p.chan * sizeof *tmp);
+            BD_CHECK_ALLOC(k->err, tmp);
+            j.tmp = tmp;
+        }
+        bd_parallel_for((int)j.workers, j.workers, 1, pg_dw_tasks, &j);
+    } else {
+        int64_t tasks = g->n * g->group * qblocks;
+        j.workers = BD_MAX((int64_t)1, BD_MIN((int64_t)BD_MAX(k->threads, 1), tasks / min_tasks));
+        tmp = bd_malloc((size_t)j.workers * (size_t)(mb * PG_MR * PG_QB) * sizeof *tmp);
+        BD_CHECK_ALLOC(k->err, tmp);
+        j.tmp = tmp;
+        bd_parallel_for((int)j.workers, j.workers, 1, pg_tasks, &j);
+    }
+fail:
+    bd_free(off);
+    bd_free(buf);
+    bd_free(tmp);
+    return st;
+}
+
+void bd_cpu_conv_cap(int level) { pg_cap = level; }
+#else
+void bd_cpu_conv_cap(int level) { (void)level; }
+
+static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const win3 *w, int *done)
+{
+    (void)k, (void)g, (void)w;
+    *done = 0;
+    return BRAID_OK;
+}
+#endif
+
 /* The (image, group) pairs of a convolution split over threads: worker i
  * takes pairs [count * i / workers, count * (i + 1) / workers), with its own
  * column buffer, and finishes its planes' epilogue. Each pair is the same
@@ -242,6 +730,9 @@ static braid_status conv_forward(const bd_kernel *k, const bd_conv_geom *g)
     win_make(g, 0, &w);
     int64_t cg = g->c_in / g->group, mg = g->c_out / g->group;
     int64_t kk = cg * w.taps, p = w.grid_size;
+    int done;
+    BD_TRY(conv_padded(k, g, &w, &done));
+    if (done) return BRAID_OK;
     if (cg == 1) {
         conv_depthwise(g, &w, x, wt, bias, y, k->threads);
         epilogue(k, g, NULL, y); /* the bias is in y already */
