@@ -7,8 +7,8 @@
  * b'[m] = b[m] * s[m] + t[m]; the Conv writes the affine's output and is
  * named "conv+mul+add" (or "conv+bn"). The old weights go when nothing else
  * reads them. Then: a Conv whose output is read by exactly one node, a
- * Relu, LeakyRelu, Clip (with constant bounds), HardSigmoid, HardSwish or
- * Sigmoid, and is not a graph output, takes that activation into its
+ * Relu, LeakyRelu, Clip (with constant bounds), HardSigmoid, HardSwish,
+ * Sigmoid or Swish with alpha 1, and is not a graph output, takes that activation into its
  * epilogue: the activation node goes, the Conv writes the activation's
  * output, and its name becomes "conv+act" (a Sigmoid and the Mul of the
  * Conv's output by it, x sigmoid(x), go the same way: "conv+sigmoid+mul"). It
@@ -70,6 +70,11 @@ static int act_of(const bd_graph *g, const bd_node *r, int *act, float *a, float
                bd_attr_float(r, "beta", 0.5f, b, &ignore) == BRAID_OK;
     case BD_OP_HardSwish: *act = BD_ACT_HSWISH; return 1;
     case BD_OP_Sigmoid: *act = BD_ACT_SIGMOID; return 1;
+    case BD_OP_Swish: { /* fuse_act.c writes X * Sigmoid(X) as Swish (alpha 1) */
+        float al = 1.0f;
+        *act = BD_ACT_SILU;
+        return bd_attr_float(r, "alpha", 1.0f, &al, &ignore) == BRAID_OK && al == 1.0f;
+    }
     default: return 0;
     }
 }
