@@ -1,6 +1,7 @@
 /* ml.cu: CUDA kernels of the ml op family (ai.onnx.ml), mirroring
  * src/backend/cpu/ops/ml.c: one thread per row runs bd_ml_row
- * (src/ops/ml.h); ArrayFeatureExtractor is one thread per output element.
+ * (src/ops/ml.h); ArrayFeatureExtractor and FeatureVectorizer (up to 16
+ * inputs) are one thread per output element.
  * The attribute arrays (the params' data[]) are copied to the device on the
  * node's first run and kept in its cache. Run-time value errors the CPU
  * reports (an index outside X's columns, an unknown OneHotEncoder category
@@ -31,6 +32,27 @@ __global__ void k_afe(const T *x, const int64_t *idx, int64_t c, int64_t m, int6
     }
 }
 
+#define FV_MAX 16
+struct fv_args {
+    int n;
+    const void *x[FV_MAX];
+    int dt[FV_MAX];
+    int64_t c[FV_MAX], want[FV_MAX], at[FV_MAX];
+};
+
+/* FeatureVectorizer: one thread per output element. */
+__global__ void k_fvec(fv_args a, int64_t rows, int64_t w, float *y)
+{
+    BD_CU_LOOP(i, rows * w)
+    {
+        int64_t r = i / w, col = i - r * w;
+        int s = 0;
+        while (s + 1 < a.n && col >= a.at[s + 1]) s++;
+        int64_t j = col - a.at[s];
+        y[i] = j < a.c[s] ? (float)bd_ml_ld(a.x[s], a.dt[s], r * a.c[s] + j) : 0.0f;
+    }
+}
+
 extern "C" braid_status bd_cuda_ml(const bd_cuda_kernel *k)
 {
     const bd_ml_params *p = (const bd_ml_params *)k->node->params;
@@ -54,6 +76,26 @@ extern "C" braid_status bd_cuda_ml(const bd_cuda_kernel *k)
             return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "ArrayFeatureExtractor with dtype %s is not implemented on CUDA",
                            bd_dtype_name(x->dtype));
         BD_CU_CHECK_LAUNCH(k, "the ArrayFeatureExtractor kernel");
+        return BRAID_OK;
+    }
+    if (k->node->op == BD_OP_ML_FeatureVectorizer) {
+        if (k->n_in > FV_MAX)
+            return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "FeatureVectorizer of %d inputs (more than %d) is not "
+                           "implemented on CUDA", k->n_in, FV_MAX);
+        fv_args a;
+        memset(&a, 0, sizeof a);
+        a.n = k->n_in;
+        int64_t at = 0;
+        for (int i = 0; i < k->n_in; i++) {
+            a.x[i] = k->in[i].data, a.dt[i] = k->in[i].dtype;
+            a.c[i] = k->in[i].rank == 2 ? k->in[i].dims[1] : 1;
+            a.want[i] = p->data[i], a.at[i] = at;
+            at += p->data[i];
+        }
+        int64_t rows = k->out[0].dims[0], w = k->out[0].dims[1];
+        if (rows * w == 0) return BRAID_OK;
+        k_fvec<<<bd_cu_grid(rows * w), BD_CU_BLOCK, 0, k->stream>>>(a, rows, w, (float *)k->out[0].data);
+        BD_CU_CHECK_LAUNCH(k, "the FeatureVectorizer kernel");
         return BRAID_OK;
     }
     if (k->node->op == BD_OP_ML_OneHotEncoder && !p->zeros)

@@ -298,6 +298,25 @@ braid_status bd_ml_parse(bd_node *n, bd_err *e)
         break;
     }
     case BD_OP_ML_LabelEncoder: BD_TRY(parse_label_encoder(n, &p, e)); break;
+    case BD_OP_ML_FeatureVectorizer:
+        NEED("inputdimensions");
+        BD_TRY(get_list(n, "inputdimensions", &a, e));
+        if (a.n != n->n_in) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'inputdimensions' has %lld entries, the node %d inputs",
+                         (long long)a.n, n->n_in);
+            goto fail;
+        }
+        for (int64_t k = 0; k < a.n; k++)
+            if (a.i[k] < 0 || a.i[k] > (1 << 30)) {
+                st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'inputdimensions'[%lld] is %lld", (long long)k,
+                             (long long)a.i[k]);
+                goto fail;
+            }
+        p = bd_calloc(1, sizeof *p + (size_t)(a.n + 1) * 8);
+        BD_CHECK_ALLOC(e, p);
+        p->n_a = a.n;
+        put(p->data, &at, &a, 1);
+        break;
     case BD_OP_ML_OneHotEncoder: {
         static const char *const strs[] = {"cats_strings"};
         BD_TRY(refuse_strings(n, strs, 1, e));
@@ -355,6 +374,20 @@ braid_status bd_ml_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, 
         out[0].data = NULL;
         if (x->rank == 1) out[0].rank = 2, out[0].dims[0] = 1;
         out[0].dims[out[0].rank - 1] = bd_numel(&in[1]);
+        return BRAID_OK;
+    }
+    if (n->op == BD_OP_ML_FeatureVectorizer) {
+        int64_t total = 0;
+        for (int i = 0; i < n->n_in; i++) {
+            if ((st = x_numeric(n, &in[i], e))) return st;
+            if (in[i].rank < 1 || in[i].rank > 2)
+                return BD_FAIL(e, BRAID_ERR_SHAPE, "input %d has rank %d, not 1 or 2", i, in[i].rank);
+            if (in[i].dims[0] != x->dims[0])
+                return BD_FAIL(e, BRAID_ERR_SHAPE, "input %d has %lld rows, input 0 %lld", i, (long long)in[i].dims[0],
+                               (long long)x->dims[0]);
+            total += p->data[i];
+        }
+        out[0] = (bd_tensor){.dtype = BRAID_DTYPE_FLOAT, .rank = 2, .dims = {x->dims[0], total}};
         return BRAID_OK;
     }
     if ((st = x_numeric(n, x, e))) return st;

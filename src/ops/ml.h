@@ -1,6 +1,6 @@
 /* ml.h: the parsed attributes of the ml op family (ai.onnx.ml:
  * ArrayFeatureExtractor, Binarizer, Imputer, LabelEncoder, LinearClassifier,
- * LinearRegressor, Normalizer, OneHotEncoder, Scaler), the post transforms
+ * LinearRegressor, Normalizer, OneHotEncoder, Scaler, FeatureVectorizer), the post transforms
  * the classifiers and tree ensembles share, and the per-element and per-row
  * rules both backends' kernels call. */
 #ifndef BD_ML_H
@@ -24,7 +24,8 @@ enum { BD_ML_NORM_MAX, BD_ML_NORM_L1, BD_ML_NORM_L2 };
  *   LinearRegressor  a coefficients (targets x C), b intercepts, post
  *   LinearClassifier a coefficients (classes x C), b intercepts, c labels (int64), post
  *   LabelEncoder     a keys, b values (int64 or double per keys_int/vals_int), def
- *   OneHotEncoder    a categories (int64), zeros */
+ *   OneHotEncoder    a categories (int64), zeros
+ *   FeatureVectorizer a inputdimensions (int64, one per input) */
 typedef struct bd_ml_params {
     int post, norm, zeros;
     int keys_int, vals_int; /* LabelEncoder: keys / values are int64 (else double) */

@@ -5,7 +5,8 @@
  * targets, LinearClassifier binary and multiclass with each post transform,
  * LabelEncoder int->float, float->int64 (NaN key) and the opset 4 tensor
  * attributes, OneHotEncoder, empty batches, and the errors (string
- * attributes refused by name, bad attributes, unknown category). */
+ * attributes refused by name, bad attributes, unknown category), and
+ * FeatureVectorizer cutting and padding its inputs. */
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
 #include "optest.h"
@@ -264,8 +265,36 @@ static void test_label_onehot(void)
     done(&t.n, &out);
 }
 
+static void test_feature_vectorizer(void)
+{
+    /* inputs (2, 3) float cut to 2 columns, (2) int64 as a column padded to 2 */
+    float a[6] = {1, 2, 3, 4, 5, 6};
+    int64_t b[2] = {7, 8}, dims[2] = {2, 2};
+    tnode t;
+    ml_node(&t, BD_OP_ML_FeatureVectorizer, 1, 2, 1);
+    attr_ints(&t, "inputdimensions", 2, dims);
+    bd_tensor in[2] = {{F32, 2, {2, 3}, a}, ints1(b, 2)}, out = {0};
+    bd_err e = {0};
+    CHECK_EQ_INT(run(&t.n, in, &out, &e), BRAID_OK);
+    CHECK_EQ_INT(out.dims[0], 2);
+    CHECK_EQ_INT(out.dims[1], 4);
+    const float w[8] = {1, 2, 7, 0, 4, 5, 8, 0};
+    for (int i = 0; i < 8; i++) CHECK(((float *)out.data)[i] == w[i]);
+    done(&t.n, &out);
+    /* rows that disagree; inputdimensions of the wrong length */
+    in[1].dims[0] = 1;
+    CHECK_EQ_INT(run(&t.n, in, &out, &e), BRAID_ERR_SHAPE);
+    CHECK_CONTAINS(e.msg, "input 1 has 1 rows");
+    done(&t.n, &out);
+    t.attrs[0].n = 1;
+    CHECK_EQ_INT(run(&t.n, in, &out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "attribute 'inputdimensions' has 1 entries");
+    done(&t.n, &out);
+}
+
 int main(void)
 {
+    test_feature_vectorizer();
     test_afe_binarizer();
     test_scaler_imputer_normalizer();
     test_linear();

@@ -1,7 +1,8 @@
 /* ml.c: CPU kernels of the ml op family (ai.onnx.ml). Every op but
  * ArrayFeatureExtractor runs row by row through bd_ml_row (src/ops/ml.h),
  * rows split over threads (each row computed alone: the bits do not depend
- * on the thread count); ArrayFeatureExtractor gathers columns. */
+ * on the thread count); ArrayFeatureExtractor gathers columns and
+ * FeatureVectorizer places them side by side. */
 #include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
@@ -52,11 +53,31 @@ static braid_status afe(const bd_kernel *k)
     return BRAID_OK;
 }
 
+/* FeatureVectorizer: each input's first inputdimensions[i] columns (zeros
+ * past its own), side by side. */
+static braid_status fvec(const bd_kernel *k, const bd_ml_params *p)
+{
+    int64_t rows = k->out[0].dims[0], w = k->out[0].dims[1];
+    float *y = k->out[0].data;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t col = 0;
+        for (int i = 0; i < k->n_in; i++) {
+            const bd_tensor *x = &k->in[i];
+            int64_t c = x->rank == 2 ? x->dims[1] : 1, want = p->data[i];
+            for (int64_t j = 0; j < want; j++)
+                y[r * w + col + j] = j < c ? (float)bd_ml_ld(x->data, x->dtype, r * c + j) : 0.0f;
+            col += want;
+        }
+    }
+    return BRAID_OK;
+}
+
 braid_status bd_cpu_ml(const bd_kernel *k)
 {
     const bd_ml_params *p = k->node->params;
     if (!p) return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "ml parameters were not parsed");
     if (k->node->op == BD_OP_ML_ArrayFeatureExtractor) return afe(k);
+    if (k->node->op == BD_OP_ML_FeatureVectorizer) return fvec(k, p);
     const bd_tensor *x = &k->in[0];
     int64_t c = x->rank >= 1 ? x->dims[x->rank - 1] : 1, rows = c ? bd_numel(x) / c : 0;
     if (c == 0 && (k->node->op == BD_OP_ML_LinearRegressor || k->node->op == BD_OP_ML_LinearClassifier))
