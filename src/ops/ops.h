@@ -18,7 +18,7 @@ extern "C" {
     X(generate) X(resize) X(control) X(rnn) X(quant) X(qgemm) X(qlinear) X(index) X(loss)         \
     X(vision) X(signal) X(attention) X(linalg) X(sequence) X(string) X(scatter) X(select) X(random) \
     X(cumulative) X(topk) X(layernorm) X(activation) X(cast) X(im2col)       \
-    X(rope) X(linattn) X(msattn)
+    X(rope) X(linattn) X(msattn) X(image)
 
 typedef enum bd_family {
 #define X(f) BD_FAM_##f,
