@@ -1,0 +1,378 @@
+/* test_image.c: the image family (ImageDecoder) on the CPU. Small images are
+ * written byte by byte here (BMP 24/32-bit and 1/8-bit palette, bottom-up
+ * and top-down; PNM P1..P6 with comments and a maxval below 255) and must
+ * decode exactly; PNG, lossless WebP and JPEG are encoded at test time by
+ * the same system libraries braid decodes with (nothing binary is
+ * committed): PNG and WebP round-trip exactly, JPEG at quality 100 within 10
+ * levels. Every pixel format (RGB, BGR, Grayscale as PIL's convert("L")).
+ * Empty, truncated, corrupt and unknown bytes fail with exact codes and
+ * never crash; a library that is missing fails with UNSUPPORTED naming it. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "optest.h"
+#include "util/imgcodec.h"
+
+#if defined(__has_include)
+#if __has_include(<jpeglib.h>)
+#include <jpeglib.h>
+#define HAVE_JPEGLIB 1
+#endif
+#endif
+
+static uint8_t gray_of(const uint8_t *p)
+{
+    return (uint8_t)((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 32768u) >> 16);
+}
+
+/* Decodes bytes with pixel_format fmt ("RGB"...); *out is malloc'ed. */
+static braid_status decode(const uint8_t *b, int64_t n, const char *fmt, bd_tensor *out, bd_err *e)
+{
+    bd_tensor in = {BRAID_DTYPE_UINT8, 1, {n}, (void *)b};
+    bd_attr a = {.name = "pixel_format", .type = BD_ATTR_STRING, .s = (char *)fmt};
+    bd_node nd = op_node(BD_OP_ImageDecoder, 20, 1, 1, &a, fmt ? 1 : 0);
+    memset(out, 0, sizeof *out);
+    braid_status st = run(&nd, &in, out, e);
+    bd_free(nd.params);
+    return st;
+}
+
+/* Decodes in all three formats and checks them against the RGB pixels
+ * expected (h * w * 3). */
+static void check_all(const uint8_t *b, int64_t n, int64_t h, int64_t w, const uint8_t *rgb, int tol)
+{
+    static const char *fmts[] = {"RGB", "BGR", "Grayscale", NULL};
+    for (int f = 0; f < 4; f++) {
+        bd_tensor out;
+        bd_err e = {0};
+        braid_status st = decode(b, n, fmts[f], &out, &e);
+        CHECK_EQ_INT(st, BRAID_OK);
+        if (st) { fprintf(stderr, "  %s\n", e.msg); free(out.data); continue; }
+        int c = f == 2 ? 1 : 3;
+        CHECK_EQ_INT(out.rank, 3);
+        CHECK_EQ_INT(out.dims[0], h);
+        CHECK_EQ_INT(out.dims[1], w);
+        CHECK_EQ_INT(out.dims[2], c);
+        int worst = 0;
+        const uint8_t *o = out.data;
+        for (int64_t i = 0; i < h * w; i++) {
+            const uint8_t *p = rgb + i * 3;
+            for (int k = 0; k < c; k++) {
+                int want = f == 2 ? gray_of(p) : f == 1 ? p[2 - k] : p[k];
+                int d = abs((int)o[i * c + k] - want);
+                if (d > worst) worst = d;
+            }
+        }
+        if (worst > tol) fprintf(stderr, "  format %s: worst error %d\n", fmts[f] ? fmts[f] : "(default)", worst);
+        CHECK(worst <= tol);
+        free(out.data);
+    }
+}
+
+static void expect_fail(const uint8_t *b, int64_t n, braid_status want, const char *sub)
+{
+    bd_tensor out;
+    bd_err e = {0};
+    CHECK_EQ_INT(decode(b, n, "RGB", &out, &e), want);
+    CHECK_CONTAINS(e.msg, sub);
+    free(out.data);
+}
+
+static void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8); }
+static void put32(uint8_t *p, uint32_t v) { put16(p, v & 0xffff), put16(p + 2, v >> 16); }
+
+/* A BMP with a 40-byte header; pal entries (BGRX) when ncol > 0. */
+static size_t bmp_header(uint8_t *b, int32_t w, int32_t h, int bpp, int ncol, size_t raster)
+{
+    size_t off = 54 + (size_t)ncol * 4;
+    memset(b, 0, off);
+    b[0] = 'B', b[1] = 'M';
+    put32(b + 2, (uint32_t)(off + raster));
+    put32(b + 10, (uint32_t)off);
+    put32(b + 14, 40);
+    put32(b + 18, (uint32_t)w);
+    put32(b + 22, (uint32_t)h);
+    put16(b + 26, 1);
+    put16(b + 28, (uint32_t)bpp);
+    put32(b + 46, (uint32_t)ncol);
+    return off;
+}
+
+static void test_bmp(void)
+{
+    /* 3 wide, 2 high: rows of 9 bytes padded to 12, stored bottom row first */
+    const uint8_t rgb[6 * 3] = {255, 0, 0, 0, 255, 0, 0, 0, 255, 10, 20, 30, 200, 100, 50, 7, 8, 9};
+    uint8_t b[200];
+    size_t off = bmp_header(b, 3, 2, 24, 0, 24);
+    for (int y = 0; y < 2; y++) {
+        uint8_t *row = b + off + (size_t)(1 - y) * 12;
+        memset(row, 0xEE, 12); /* padding bytes are never read */
+        for (int x = 0; x < 3; x++) {
+            const uint8_t *p = rgb + (y * 3 + x) * 3;
+            row[x * 3] = p[2], row[x * 3 + 1] = p[1], row[x * 3 + 2] = p[0];
+        }
+    }
+    check_all(b, (int64_t)(off + 24), 2, 3, rgb, 0);
+    /* the same image truncated by one byte, and with a header only */
+    expect_fail(b, (int64_t)(off + 23), BRAID_ERR_INVALID_MODEL, "truncated");
+    expect_fail(b, 20, BRAID_ERR_INVALID_MODEL, "truncated");
+    /* RLE compression is refused, not misread */
+    put32(b + 30, 1);
+    expect_fail(b, (int64_t)(off + 24), BRAID_ERR_UNSUPPORTED, "RLE");
+    put32(b + 30, 0);
+
+    /* 32-bit top-down (negative height): BGRX */
+    off = bmp_header(b, 3, -2, 32, 0, 24);
+    for (int i = 0; i < 6; i++) {
+        b[off + i * 4] = rgb[i * 3 + 2], b[off + i * 4 + 1] = rgb[i * 3 + 1], b[off + i * 4 + 2] = rgb[i * 3];
+        b[off + i * 4 + 3] = 0x55;
+    }
+    check_all(b, (int64_t)(off + 24), 2, 3, rgb, 0);
+
+    /* 8-bit palette of 3 colors, 3x2 bottom-up (rows of 3 padded to 4) */
+    const uint8_t pal[3][3] = {{1, 2, 3}, {250, 128, 0}, {9, 99, 199}};
+    const int idx[6] = {0, 1, 2, 2, 1, 0};
+    uint8_t want[18];
+    off = bmp_header(b, 3, 2, 8, 3, 8);
+    for (int i = 0; i < 3; i++) b[54 + i * 4] = pal[i][2], b[55 + i * 4] = pal[i][1], b[56 + i * 4] = pal[i][0];
+    for (int y = 0; y < 2; y++)
+        for (int x = 0; x < 3; x++) {
+            b[off + (size_t)(1 - y) * 4 + (size_t)x] = (uint8_t)idx[y * 3 + x];
+            memcpy(want + (y * 3 + x) * 3, pal[idx[y * 3 + x]], 3);
+        }
+    check_all(b, (int64_t)(off + 8), 2, 3, want, 0);
+    /* cut inside the palette */
+    expect_fail(b, 60, BRAID_ERR_INVALID_MODEL, "truncated");
+
+    /* 1-bit, 10x1: black and white bits, one 4-byte row */
+    off = bmp_header(b, 10, 1, 1, 2, 4);
+    memset(b + 54, 0, 8);
+    b[58] = b[59] = b[60] = 255;
+    b[off] = 0xA5, b[off + 1] = 0x80, b[off + 2] = b[off + 3] = 0;
+    uint8_t bits[30];
+    for (int x = 0; x < 10; x++) memset(bits + x * 3, ((x < 8 ? 0xA5 >> (7 - x) : 0x80 >> (15 - x)) & 1) ? 255 : 0, 3);
+    check_all(b, (int64_t)(off + 4), 1, 10, bits, 0);
+}
+
+static void test_pnm(void)
+{
+    const uint8_t rgb[4 * 3] = {0, 1, 2, 100, 150, 200, 255, 255, 255, 33, 66, 99};
+    uint8_t b[256];
+    /* P6 binary with a comment in the header */
+    int n = sprintf((char *)b, "P6\n# made by hand\n2 2\n255\n");
+    memcpy(b + n, rgb, 12);
+    check_all(b, n + 12, 2, 2, rgb, 0);
+    expect_fail(b, n + 11, BRAID_ERR_INVALID_MODEL, "truncated");
+    /* P3 ASCII */
+    n = sprintf((char *)b, "P3 2 2 255\n0 1 2 100 150 200\n255 255 255 # end of row\n 33 66 99\n");
+    check_all(b, n, 2, 2, rgb, 0);
+    expect_fail(b, n - 8, BRAID_ERR_INVALID_MODEL, "truncated");
+    /* P5 binary gray and P2 ASCII gray with maxval 15 (scaled to 0..255 rounding) */
+    const uint8_t g[4] = {0, 7, 8, 15}, gv[4] = {0, 119, 136, 255};
+    uint8_t want[12];
+    for (int i = 0; i < 4; i++) memset(want + i * 3, gv[i], 3);
+    n = sprintf((char *)b, "P5 2 2 15 ");
+    memcpy(b + n, g, 4);
+    check_all(b, n + 4, 2, 2, want, 0);
+    n = sprintf((char *)b, "P2\n2 2\n15\n0 7\n8 15\n");
+    check_all(b, n, 2, 2, want, 0);
+    /* P1 and P4 bitmaps: 1 is black */
+    const uint8_t bw[4] = {0, 255, 255, 0};
+    for (int i = 0; i < 4; i++) memset(want + i * 3, bw[i], 3);
+    n = sprintf((char *)b, "P1 2 2 1001");
+    check_all(b, n, 2, 2, want, 0);
+    n = sprintf((char *)b, "P4 2 2\n");
+    b[n] = 0x80, b[n + 1] = 0x40;
+    check_all(b, n + 2, 2, 2, want, 0);
+    /* a header without dims */
+    n = sprintf((char *)b, "P6\n# nothing else\n");
+    expect_fail(b, n, BRAID_ERR_INVALID_MODEL, "width and height");
+}
+
+static void test_errors(void)
+{
+    bd_err e = {0};
+    bd_tensor out;
+    uint8_t junk[32] = {1, 2, 3, 4, 5};
+    /* empty, unknown and GIF bytes */
+    expect_fail(junk, 0, BRAID_ERR_INVALID_MODEL, "empty");
+    expect_fail(junk, 16, BRAID_ERR_INVALID_MODEL, "start 01 02 03 04");
+    memcpy(junk, "GIF89a", 6);
+    expect_fail(junk, 16, BRAID_ERR_UNSUPPORTED, "GIF");
+    /* magic bytes and nothing more, for every format */
+    static const char *heads[] = {"BM", "P6 ", "\x89PNG\r\n\x1a\n", "\xff\xd8\xff", "II*", "RIFF\0\0\0\0WEBP",
+                                  "\0\0\0\x0cjP  \r\n\x87\n", "\xff\x4f\xff\x51"};
+    static const int lens[] = {2, 3, 8, 3, 4, 12, 12, 4};
+    for (int i = 0; i < 8; i++) {
+        memset(&e, 0, sizeof e);
+        braid_status st = decode((const uint8_t *)heads[i], lens[i], "RGB", &out, &e);
+        CHECK(st == BRAID_ERR_INVALID_MODEL || st == BRAID_ERR_UNSUPPORTED);
+        if (st == BRAID_ERR_UNSUPPORTED) CHECK_CONTAINS(e.msg, ".so.");
+        free(out.data);
+    }
+    /* dtype, rank and attribute */
+    uint8_t pnm[] = "P5 1 1 255 x";
+    bd_tensor in = {BRAID_DTYPE_INT8, 1, {12}, pnm};
+    bd_attr a = {.name = "pixel_format", .type = BD_ATTR_STRING, .s = "RGB"};
+    bd_node nd = op_node(BD_OP_ImageDecoder, 20, 1, 1, &a, 1);
+    memset(&out, 0, sizeof out);
+    CHECK_EQ_INT(run(&nd, &in, &out, &e), BRAID_ERR_DTYPE);
+    done(&nd, &out);
+    in = (bd_tensor){BRAID_DTYPE_UINT8, 2, {1, 12}, pnm};
+    CHECK_EQ_INT(run(&nd, &in, &out, &e), BRAID_ERR_SHAPE);
+    done(&nd, &out);
+    a.s = "RGBA";
+    CHECK_EQ_INT(run(&nd, &in, &out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "pixel_format");
+    done(&nd, &out);
+    /* no pixel_format: RGB */
+    check_all(pnm, 12, 1, 1, (const uint8_t *)"xxx", 0);
+    /* a header claiming 2^30 pixels is refused before anything is allocated */
+    int n = sprintf((char *)junk, "P5 32768 32768 255 ");
+    expect_fail(junk, n, BRAID_ERR_LIMIT, "more than braid decodes");
+}
+
+/* ---- formats encoded at test time by their libraries ---- */
+
+/* A smooth 24x16 test image (JPEG keeps it well). */
+static void test_pixels(uint8_t *rgb, int h, int w)
+{
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            uint8_t *p = rgb + (y * w + x) * 3;
+            p[0] = (uint8_t)(x * 10), p[1] = (uint8_t)(y * 15), p[2] = (uint8_t)(128 + x * 2 - y * 3);
+        }
+}
+
+typedef struct { void *opaque; uint32_t version, width, height, format, flags, colormap_entries, warning_or_error; char message[64]; } png_img;
+
+static void test_png(void)
+{
+    enum { H = 16, W = 24 };
+    uint8_t rgb[H * W * 3];
+    test_pixels(rgb, H, W);
+    void *lib = dlopen("libpng16.so.16", RTLD_NOW);
+    int (*to_mem)(png_img *, void *, size_t *, int, const void *, int32_t, const void *) =
+        lib ? (int (*)(png_img *, void *, size_t *, int, const void *, int32_t, const void *))dlsym(lib, "png_image_write_to_memory") : NULL;
+    if (!to_mem) {
+        printf("libpng16 is not installed: only the refusal is checked\n");
+        uint8_t png[33] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R', 0, 0, 0, 1, 0, 0, 0, 1};
+        expect_fail(png, 33, BRAID_ERR_UNSUPPORTED, "libpng16.so.16");
+        return;
+    }
+    png_img im = {.version = 1, .width = W, .height = H, .format = 2};
+    size_t n = 0;
+    CHECK(to_mem(&im, NULL, &n, 0, rgb, W * 3, NULL));
+    uint8_t *buf = malloc(n);
+    CHECK(to_mem(&im, buf, &n, 0, rgb, W * 3, NULL));
+    check_all(buf, (int64_t)n, H, W, rgb, 0);
+    /* truncated in the image data, and a flipped byte (the IDAT CRC fails) */
+    expect_fail(buf, (int64_t)n / 2, BRAID_ERR_INVALID_MODEL, "PNG");
+    buf[n - 20] ^= 0x40;
+    expect_fail(buf, (int64_t)n, BRAID_ERR_INVALID_MODEL, "PNG data is not valid");
+    free(buf);
+    dlclose(lib);
+}
+
+static void test_webp(void)
+{
+    enum { H = 16, W = 24 };
+    uint8_t rgb[H * W * 3];
+    test_pixels(rgb, H, W);
+    void *lib = dlopen("libwebp.so.7", RTLD_NOW);
+    size_t (*enc)(const uint8_t *, int, int, int, uint8_t **) =
+        lib ? (size_t (*)(const uint8_t *, int, int, int, uint8_t **))dlsym(lib, "WebPEncodeLosslessRGB") : NULL;
+    void (*wfree)(void *) = lib ? (void (*)(void *))dlsym(lib, "WebPFree") : NULL;
+    if (!enc || !wfree) {
+        printf("libwebp7 is not installed: only the refusal is checked\n");
+        expect_fail((const uint8_t *)"RIFF\0\0\0\0WEBPVP8L", 16, BRAID_ERR_UNSUPPORTED, "libwebp.so.7");
+        return;
+    }
+    uint8_t *out = NULL;
+    size_t n = enc(rgb, W, H, W * 3, &out);
+    CHECK(n > 0);
+    check_all(out, (int64_t)n, H, W, rgb, 0);
+    expect_fail(out, (int64_t)n - 10, BRAID_ERR_INVALID_MODEL, "WebP");
+    wfree(out);
+    dlclose(lib);
+}
+
+#ifdef HAVE_JPEGLIB
+static void test_jpeg(void)
+{
+    enum { H = 16, W = 24 };
+    uint8_t rgb[H * W * 3];
+    test_pixels(rgb, H, W);
+    void *lib = dlopen("libjpeg.so.62", RTLD_NOW);
+    if (!lib) {
+        printf("libjpeg62 is not installed: only the refusal is checked\n");
+        expect_fail((const uint8_t *)"\xff\xd8\xff\xe0", 4, BRAID_ERR_UNSUPPORTED, "libjpeg.so.62");
+        return;
+    }
+    struct jpeg_error_mgr *(*std_error)(struct jpeg_error_mgr *) = (struct jpeg_error_mgr * (*)(struct jpeg_error_mgr *)) dlsym(lib, "jpeg_std_error");
+    void (*create)(j_compress_ptr, int, size_t) = (void (*)(j_compress_ptr, int, size_t))dlsym(lib, "jpeg_CreateCompress");
+    void (*mem_dest)(j_compress_ptr, unsigned char **, unsigned long *) = (void (*)(j_compress_ptr, unsigned char **, unsigned long *))dlsym(lib, "jpeg_mem_dest");
+    void (*defaults)(j_compress_ptr) = (void (*)(j_compress_ptr))dlsym(lib, "jpeg_set_defaults");
+    void (*quality)(j_compress_ptr, int, boolean) = (void (*)(j_compress_ptr, int, boolean))dlsym(lib, "jpeg_set_quality");
+    void (*start)(j_compress_ptr, boolean) = (void (*)(j_compress_ptr, boolean))dlsym(lib, "jpeg_start_compress");
+    JDIMENSION (*write)(j_compress_ptr, JSAMPARRAY, JDIMENSION) = (JDIMENSION (*)(j_compress_ptr, JSAMPARRAY, JDIMENSION))dlsym(lib, "jpeg_write_scanlines");
+    void (*finish)(j_compress_ptr) = (void (*)(j_compress_ptr))dlsym(lib, "jpeg_finish_compress");
+    void (*destroy)(j_compress_ptr) = (void (*)(j_compress_ptr))dlsym(lib, "jpeg_destroy_compress");
+    CHECK(std_error && create && mem_dest && defaults && quality && start && write && finish && destroy);
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr je;
+    unsigned char *buf = NULL;
+    unsigned long n = 0;
+    c.err = std_error(&je);
+    create(&c, JPEG_LIB_VERSION, sizeof c);
+    mem_dest(&c, &buf, &n);
+    c.image_width = W, c.image_height = H, c.input_components = 3, c.in_color_space = JCS_RGB;
+    defaults(&c);
+    quality(&c, 100, TRUE);
+    start(&c, TRUE);
+    for (int y = 0; y < H; y++) {
+        JSAMPROW row = rgb + y * W * 3;
+        write(&c, &row, 1);
+    }
+    finish(&c);
+    destroy(&c);
+    /* lossy (chroma subsampled 2x2): within 10 levels of the source at quality 100 */
+    check_all(buf, (int64_t)n, H, W, rgb, 10);
+    /* Grayscale is exactly PIL's L of the decoded RGB */
+    bd_tensor o3, o1;
+    bd_err e = {0};
+    CHECK_EQ_INT(decode(buf, (int64_t)n, "RGB", &o3, &e), BRAID_OK);
+    CHECK_EQ_INT(decode(buf, (int64_t)n, "Grayscale", &o1, &e), BRAID_OK);
+    int same = 1;
+    for (int i = 0; i < H * W; i++) same &= ((uint8_t *)o1.data)[i] == gray_of((uint8_t *)o3.data + i * 3);
+    CHECK(same);
+    free(o3.data);
+    free(o1.data);
+    /* truncated in the scan (libjpeg's premature-end warning is an error here),
+     * cut inside the header, and a frame header of height 0 */
+    expect_fail(buf, (int64_t)n * 2 / 3, BRAID_ERR_INVALID_MODEL, "JPEG data is not valid");
+    expect_fail(buf, 40, BRAID_ERR_INVALID_MODEL, "JPEG data is not valid");
+    unsigned long sof = 2;
+    while (sof + 9 < n && !(buf[sof] == 0xff && buf[sof + 1] == 0xc0)) sof++;
+    CHECK(sof + 9 < n);
+    buf[sof + 5] = buf[sof + 6] = 0;
+    expect_fail(buf, (int64_t)n, BRAID_ERR_INVALID_MODEL, "JPEG");
+    free(buf);
+    dlclose(lib);
+}
+#endif
+
+int main(void)
+{
+    test_bmp();
+    test_pnm();
+    test_errors();
+    test_png();
+    test_webp();
+#ifdef HAVE_JPEGLIB
+    test_jpeg();
+#endif
+    return check_done();
+}
