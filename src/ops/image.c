@@ -30,7 +30,7 @@ braid_status bd_image_infer(const bd_node *n, const bd_tensor *in, bd_tensor *ou
     if (in[0].rank != 1)
         return BD_FAIL(e, BRAID_ERR_SHAPE, "input 'encoded_stream' must be 1-D, not rank %d", in[0].rank);
     /* the caller waits for the bytes (a later stage) when this is refused */
-    if (!in[0].data && in[0].dims[0] > 0)
+    if (!in[0].data && in[0].dims[0] != 0)
         return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "the decoded image's size is known only from the encoded bytes");
     BD_TRY_RET(bd_img_probe(in[0].data, (size_t)in[0].dims[0], &h, &w, e));
     out[0].dtype = BRAID_DTYPE_UINT8;

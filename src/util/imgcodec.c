@@ -280,8 +280,8 @@ static braid_status dec_png(const uint8_t *b, size_t n, int64_t *h, int64_t *w, 
     int64_t ww = be32(b + 16), hh = be32(b + 20);
     BD_TRY_RET(check_dims("PNG", hh, ww, e));
     *h = hh, *w = ww;
+    BD_TRY_RET(lib_ready(&png_lib, "PNG", e)); /* refused when planned, not when run */
     if (!rgb) return BRAID_OK;
-    BD_TRY_RET(lib_ready(&png_lib, "PNG", e));
     png_image_s im;
     memset(&im, 0, sizeof im);
     im.version = 1; /* PNG_IMAGE_VERSION */

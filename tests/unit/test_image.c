@@ -6,12 +6,16 @@
  * committed): PNG and WebP round-trip exactly, JPEG at quality 100 within 10
  * levels. Every pixel format (RGB, BGR, Grayscale as PIL's convert("L")).
  * Empty, truncated, corrupt and unknown bytes fail with exact codes and
- * never crash; a library that is missing fails with UNSUPPORTED naming it. */
+ * never crash; a library that is missing fails with UNSUPPORTED naming it.
+ * In a session, images of different sizes one run after another each get
+ * their own dims (the bytes are read when the node is planned), and a
+ * corrupt image fails its run without spoiling the next. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "check.h"
+#include "mbuild.h"
 #include "optest.h"
 #include "util/imgcodec.h"
 
@@ -364,8 +368,72 @@ static void test_jpeg(void)
 }
 #endif
 
+/* img (uint8 [n]) -> ImageDecoder(BGR) -> pix, and Cast(pix) to float -> f. */
+static void test_session(void)
+{
+    mb b = {0};
+    mb_model mm;
+    braid_model *m = NULL;
+    Onnx__GraphProto *g = mb_graph(&b, "main");
+    int64_t dn[] = {-1};
+    mb_input(&b, g, "img", BRAID_DTYPE_UINT8, 1, dn);
+    Onnx__NodeProto *nd = mb_node(&b, g, "ImageDecoder", "img", "pix", "dec");
+    Onnx__AttributeProto *a = mb_attr(&b, nd, "pixel_format", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->s.data = (uint8_t *)mb_str(&b, "BGR");
+    a->s.len = 3;
+    a->has_s = 1;
+    Onnx__NodeProto *c = mb_node(&b, g, "Cast", "pix", "f", "cast");
+    mb_attr_i(&b, c, "to", BRAID_DTYPE_FLOAT);
+    mb_output(&b, g, "pix", BRAID_DTYPE_UINT8, -1, NULL);
+    mb_output(&b, g, "f", BRAID_DTYPE_FLOAT, -1, NULL);
+    mb_model_init(&b, &mm, g, 20);
+    CHECK_EQ_INT(mb_load(&b, &mm, &m), BRAID_OK);
+    if (!m) fprintf(stderr, "  %s\n", braid_last_error());
+    braid_options *opt = NULL;
+    braid_session *s = NULL;
+    braid_options_create(&opt);
+    braid_options_set_backend(opt, BRAID_BACKEND_CPU);
+    CHECK_EQ_INT(braid_session_create(m, opt, &s), BRAID_OK);
+    /* a 2x3 P6, a 1x1 P6, a corrupt one, the 2x3 again */
+    uint8_t big[64], small[32], bad[] = "P6 2 2 255 abc";
+    int nb = sprintf((char *)big, "P6 3 2 255 "), ns = sprintf((char *)small, "P6 1 1 255 ");
+    for (int i = 0; i < 18; i++) big[nb + i] = (uint8_t)(i * 13);
+    memcpy(small + ns, "\x01\x02\x03", 3);
+    struct { const uint8_t *p; int64_t n; braid_status want; int64_t h, w; } runs[] = {
+        {big, nb + 18, BRAID_OK, 2, 3}, {small, ns + 3, BRAID_OK, 1, 1},
+        {bad, (int64_t)strlen((char *)bad), BRAID_ERR_INVALID_MODEL, 0, 0}, {big, nb + 18, BRAID_OK, 2, 3}};
+    for (int r = 0; r < 4 && s; r++) {
+        braid_tensor in = {BRAID_DTYPE_UINT8, 1, {runs[r].n}, (void *)runs[r].p}, out[2];
+        memset(out, 0, sizeof out);
+        braid_status st = braid_session_run(s, 1, &in, 2, out);
+        CHECK_EQ_INT(st, runs[r].want);
+        if (st) {
+            CHECK_CONTAINS(braid_session_error(s), "truncated");
+            continue;
+        }
+        CHECK_EQ_INT(out[0].rank, 3);
+        CHECK_EQ_INT(out[0].dims[0], runs[r].h);
+        CHECK_EQ_INT(out[0].dims[1], runs[r].w);
+        CHECK_EQ_INT(out[0].dims[2], 3);
+        CHECK_EQ_INT(out[1].dims[0] * out[1].dims[1], runs[r].h * runs[r].w);
+        const uint8_t *src = runs[r].p + (runs[r].n - runs[r].h * runs[r].w * 3);
+        int same = 1;
+        for (int64_t i = 0; i < runs[r].h * runs[r].w; i++)
+            for (int k = 0; k < 3; k++) {
+                same &= ((uint8_t *)out[0].data)[i * 3 + k] == src[i * 3 + 2 - k];
+                same &= ((float *)out[1].data)[i * 3 + k] == (float)src[i * 3 + 2 - k];
+            }
+        CHECK(same);
+    }
+    braid_session_destroy(s);
+    braid_options_destroy(opt);
+    braid_model_destroy(m);
+    mb_free(&b);
+}
+
 int main(void)
 {
+    test_session();
     test_bmp();
     test_pnm();
     test_errors();
