@@ -7,6 +7,11 @@
  * levels. Every pixel format (RGB, BGR, Grayscale as PIL's convert("L")).
  * Empty, truncated, corrupt and unknown bytes fail with exact codes and
  * never crash; a library that is missing fails with UNSUPPORTED naming it.
+ * Every prefix of each image and a few hundred seeded byte flips decode or
+ * fail cleanly (OK, INVALID_MODEL, UNSUPPORTED, or LIMIT for a flipped
+ * size: never a crash, never another code), as do the node tests' files (a BMP, JPEG, JPEG 2000, PNG,
+ * PNM, TIFF and WebP made by PIL), which must also decode exactly to their
+ * expected pixels when BRAID_NODE_DATA holds them.
  * In a session, images of different sizes one run after another each get
  * their own dims (the bytes are read when the node is planned), and a
  * corrupt image fails its run without spoiling the next. */
@@ -84,6 +89,40 @@ static void expect_fail(const uint8_t *b, int64_t n, braid_status want, const ch
     free(out.data);
 }
 
+/* Decodes every prefix (up to 300 of them, evenly spaced) and 300 copies
+ * with one byte changed: each decodes or fails cleanly (a changed size byte
+ * may claim more pixels than braid decodes: LIMIT). */
+static void torture(const uint8_t *b, size_t n)
+{
+    uint8_t *c = malloc(n + 1);
+    unsigned seed = 12345;
+    int bad = 0;
+    size_t step = n / 300 + 1;
+    for (size_t len = 0; len <= n; len += step) {
+        bd_tensor out;
+        bd_err e = {0};
+        memcpy(c, b, len);
+        braid_status st = decode(c, (int64_t)len, "BGR", &out, &e);
+        if (st != BRAID_OK && st != BRAID_ERR_INVALID_MODEL && st != BRAID_ERR_UNSUPPORTED && st != BRAID_ERR_LIMIT && !bad++)
+            fprintf(stderr, "  status %d: %s\n", st, e.msg);
+        free(out.data);
+    }
+    for (int i = 0; i < 300; i++) {
+        bd_tensor out;
+        bd_err e = {0};
+        memcpy(c, b, n);
+        seed = seed * 1103515245u + 12345u;
+        size_t at = (seed >> 8) % n;
+        c[at] = (uint8_t)(c[at] ^ (1u + (seed >> 24) % 255u));
+        braid_status st = decode(c, (int64_t)n, "Grayscale", &out, &e);
+        if (st != BRAID_OK && st != BRAID_ERR_INVALID_MODEL && st != BRAID_ERR_UNSUPPORTED && st != BRAID_ERR_LIMIT && !bad++)
+            fprintf(stderr, "  status %d: %s\n", st, e.msg);
+        free(out.data);
+    }
+    CHECK_EQ_INT(bad, 0);
+    free(c);
+}
+
 static void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8); }
 static void put32(uint8_t *p, uint32_t v) { put16(p, v & 0xffff), put16(p + 2, v >> 16); }
 
@@ -119,6 +158,7 @@ static void test_bmp(void)
         }
     }
     check_all(b, (int64_t)(off + 24), 2, 3, rgb, 0);
+    torture(b, off + 24);
     /* the same image truncated by one byte, and with a header only */
     expect_fail(b, (int64_t)(off + 23), BRAID_ERR_INVALID_MODEL, "truncated");
     expect_fail(b, 20, BRAID_ERR_INVALID_MODEL, "truncated");
@@ -147,6 +187,7 @@ static void test_bmp(void)
             memcpy(want + (y * 3 + x) * 3, pal[idx[y * 3 + x]], 3);
         }
     check_all(b, (int64_t)(off + 8), 2, 3, want, 0);
+    torture(b, off + 8);
     /* cut inside the palette */
     expect_fail(b, 60, BRAID_ERR_INVALID_MODEL, "truncated");
 
@@ -172,6 +213,7 @@ static void test_pnm(void)
     /* P3 ASCII */
     n = sprintf((char *)b, "P3 2 2 255\n0 1 2 100 150 200\n255 255 255 # end of row\n 33 66 99\n");
     check_all(b, n, 2, 2, rgb, 0);
+    torture(b, (size_t)n);
     expect_fail(b, n - 8, BRAID_ERR_INVALID_MODEL, "truncated");
     /* P5 binary gray and P2 ASCII gray with maxval 15 (scaled to 0..255 rounding) */
     const uint8_t g[4] = {0, 7, 8, 15}, gv[4] = {0, 119, 136, 255};
@@ -272,6 +314,7 @@ static void test_png(void)
     uint8_t *buf = malloc(n);
     CHECK(to_mem(&im, buf, &n, 0, rgb, W * 3, NULL));
     check_all(buf, (int64_t)n, H, W, rgb, 0);
+    torture(buf, n);
     /* truncated in the image data, and a flipped byte (the IDAT CRC fails) */
     expect_fail(buf, (int64_t)n / 2, BRAID_ERR_INVALID_MODEL, "PNG");
     buf[n - 20] ^= 0x40;
@@ -298,6 +341,7 @@ static void test_webp(void)
     size_t n = enc(rgb, W, H, W * 3, &out);
     CHECK(n > 0);
     check_all(out, (int64_t)n, H, W, rgb, 0);
+    torture(out, n);
     expect_fail(out, (int64_t)n - 10, BRAID_ERR_INVALID_MODEL, "WebP");
     wfree(out);
     dlclose(lib);
@@ -344,6 +388,7 @@ static void test_jpeg(void)
     destroy(&c);
     /* lossy (chroma subsampled 2x2): within 10 levels of the source at quality 100 */
     check_all(buf, (int64_t)n, H, W, rgb, 10);
+    torture(buf, n);
     /* Grayscale is exactly PIL's L of the decoded RGB */
     bd_tensor o3, o1;
     bd_err e = {0};
@@ -367,6 +412,61 @@ static void test_jpeg(void)
     dlclose(lib);
 }
 #endif
+
+/* The tensor of a node test's .pb file (raw uint8 data); NULL when absent. */
+static uint8_t *read_pb(const char *dir, const char *name, size_t *n, int64_t *dims)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/test_data_set_0/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static uint8_t raw[1 << 16];
+    size_t len = fread(raw, 1, sizeof raw, f);
+    fclose(f);
+    Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, len, raw);
+    if (!t) return NULL;
+    uint8_t *out = NULL;
+    if (t->has_raw_data && t->n_dims <= 3) {
+        out = malloc(t->raw_data.len + 1);
+        memcpy(out, t->raw_data.data, t->raw_data.len);
+        *n = t->raw_data.len;
+        for (size_t d = 0; d < t->n_dims; d++) dims[d] = t->dims[d];
+    }
+    onnx__tensor_proto__free_unpacked(t, NULL);
+    return out;
+}
+
+static void test_node_files(void)
+{
+    const char *root = getenv("BRAID_NODE_DATA");
+    static const char *names[] = {"bmp_rgb", "jpeg_rgb", "jpeg2k_rgb", "png_rgb", "pnm_rgb", "tiff_rgb", "webp_rgb"};
+    int found = 0;
+    for (int i = 0; root && i < 7; i++) {
+        char dir[900];
+        size_t n = 0, m = 0;
+        int64_t di[3] = {0}, dout[3] = {0};
+        snprintf(dir, sizeof dir, "%s/test_image_decoder_decode_%s", root, names[i]);
+        uint8_t *in = read_pb(dir, "input_0.pb", &n, di), *want = read_pb(dir, "output_0.pb", &m, dout);
+        if (in && want) {
+            found++;
+            bd_tensor out;
+            bd_err e = {0};
+            braid_status st = decode(in, (int64_t)n, "RGB", &out, &e);
+            if (st == BRAID_ERR_UNSUPPORTED) {
+                printf("%s: %s\n", names[i], e.msg); /* a codec library this machine lacks */
+            } else {
+                CHECK_EQ_INT(st, BRAID_OK);
+                CHECK(!st && out.dims[0] == dout[0] && out.dims[1] == dout[1] && out.dims[2] == 3);
+                CHECK(!st && m == (size_t)(dout[0] * dout[1] * 3) && memcmp(out.data, want, m) == 0);
+            }
+            free(out.data);
+            torture(in, n);
+        }
+        free(in);
+        free(want);
+    }
+    if (found < 7) printf("node test data: %d of 7 image files found (BRAID_NODE_DATA=%s)\n", found, root ? root : "");
+}
 
 /* img (uint8 [n]) -> ImageDecoder(BGR) -> pix, and Cast(pix) to float -> f. */
 static void test_session(void)
@@ -433,6 +533,7 @@ static void test_session(void)
 
 int main(void)
 {
+    test_node_files();
     test_session();
     test_bmp();
     test_pnm();
