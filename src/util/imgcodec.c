@@ -222,6 +222,7 @@ typedef struct codec_lib {
     void *fns;                  /* a struct of function pointers, one per name */
     int n, tried, ok;
     char why[200];
+    void (*init)(void);         /* run once when loaded (may be NULL) */
 } codec_lib;
 
 static pthread_mutex_t lib_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -247,6 +248,7 @@ static braid_status lib_ready(codec_lib *l, const char *fmt, bd_err *e)
                 dlclose(h);
             } else {
                 l->ok = 1; /* kept open for the process's life */
+                if (l->init) l->init();
             }
         }
     }
@@ -425,9 +427,9 @@ static struct {
 } TIF;
 static const char *const tiff_names[] = {"TIFFClientOpen", "TIFFGetField", "TIFFReadRGBAImageOriented",
                                          "TIFFClose", "TIFFSetErrorHandler", "TIFFSetWarningHandler"};
-static codec_lib tiff_lib = {"libtiff.so.6", "libtiff6", tiff_names, &TIF, 6, 0, 0, ""};
 
-/* libtiff's messages go to the calling thread's last-message buffer, not stderr. */
+/* libtiff's messages go to the calling thread's last-message buffer, not
+ * stderr (its handlers are process-wide: set once, when it is loaded). */
 static __thread char tiff_msg[256];
 static void tiff_on_error(const char *module, const char *fmt, va_list ap)
 {
@@ -435,6 +437,12 @@ static void tiff_on_error(const char *module, const char *fmt, va_list ap)
     vsnprintf(tiff_msg, sizeof tiff_msg, fmt, ap);
 }
 static void tiff_on_warning(const char *module, const char *fmt, va_list ap) { (void)module, (void)fmt, (void)ap; }
+static void tiff_init(void)
+{
+    TIF.set_error(tiff_on_error);
+    TIF.set_warning(tiff_on_warning);
+}
+static codec_lib tiff_lib = {"libtiff.so.6", "libtiff6", tiff_names, &TIF, 6, 0, 0, "", tiff_init};
 
 typedef struct mem_rd {
     const uint8_t *b;
@@ -472,8 +480,6 @@ static braid_status dec_tiff(const uint8_t *b, size_t n, int64_t *h, int64_t *w,
     braid_status st = BRAID_OK;
     uint32_t *px = NULL;
     tiff_msg[0] = 0;
-    TIF.set_error(tiff_on_error);
-    TIF.set_warning(tiff_on_warning);
     void *t = TIF.client_open("ImageDecoder input", "rm", &m, tiff_read, tiff_write, tiff_seek, tiff_close, tiff_size,
                               tiff_map, tiff_unmap);
     if (!t) return BD_FAIL(e, BAD, "the TIFF data is not valid: %s", tiff_msg[0] ? tiff_msg : "libtiff cannot open it");
