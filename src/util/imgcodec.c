@@ -258,22 +258,58 @@ static braid_status lib_ready(codec_lib *l, const char *fmt, bd_err *e)
     return BRAID_OK;
 }
 
-/* ---- PNG: libpng16's simplified API (png_image) ---- */
+/* ---- PNG: libpng16, errors caught with longjmp ----
+ * Read as PIL reads it: no gamma or color-space conversion, 16-bit samples
+ * cut to their high byte, palettes and gray expanded to RGB, alpha dropped. */
 
-typedef struct png_image_s {
-    void *opaque;
-    uint32_t version, width, height, format, flags, colormap_entries, warning_or_error;
-    char message[64];
-} png_image_s;
-
+typedef void (*png_err_fn)(void *png, const char *msg);
 static struct {
-    int (*begin_read_from_memory)(png_image_s *, const void *, size_t);
-    int (*finish_read)(png_image_s *, const void *background, void *buffer, int32_t row_stride, void *colormap);
-    void (*image_free)(png_image_s *);
+    void *(*create_read_struct)(const char *, void *, png_err_fn, png_err_fn);
+    void *(*create_info_struct)(void *);
+    void (*destroy_read_struct)(void **, void **, void **);
+    void (*set_read_fn)(void *, void *, void (*)(void *, uint8_t *, size_t));
+    void *(*get_io_ptr)(void *);
+    void *(*get_error_ptr)(void *);
+    void (*read_info)(void *, void *);
+    uint32_t (*get_IHDR)(void *, void *, uint32_t *, uint32_t *, int *, int *, int *, int *, int *);
+    void (*set_strip_16)(void *);
+    void (*set_palette_to_rgb)(void *);
+    void (*set_expand_gray_1_2_4_to_8)(void *);
+    void (*set_gray_to_rgb)(void *);
+    void (*set_strip_alpha)(void *);
+    int (*set_interlace_handling)(void *);
+    void (*read_update_info)(void *, void *);
+    size_t (*get_rowbytes)(void *, void *);
+    void (*read_image)(void *, uint8_t **);
 } PNG;
-static const char *const png_names[] = {"png_image_begin_read_from_memory", "png_image_finish_read",
-                                        "png_image_free"};
-static codec_lib png_lib = {"libpng16.so.16", "libpng16-16", png_names, &PNG, 3, 0, 0, ""};
+static const char *const png_names[] = {
+    "png_create_read_struct", "png_create_info_struct", "png_destroy_read_struct", "png_set_read_fn",
+    "png_get_io_ptr", "png_get_error_ptr", "png_read_info", "png_get_IHDR", "png_set_strip_16",
+    "png_set_palette_to_rgb", "png_set_expand_gray_1_2_4_to_8", "png_set_gray_to_rgb", "png_set_strip_alpha",
+    "png_set_interlace_handling", "png_read_update_info", "png_get_rowbytes", "png_read_image"};
+static codec_lib png_lib = {"libpng16.so.16", "libpng16-16", png_names, &PNG, 17, 0, 0, "", NULL};
+
+typedef struct png_ctx {
+    const uint8_t *b;
+    size_t n, at;
+    jmp_buf jb;
+    char msg[200];
+} png_ctx;
+
+static void png_on_error(void *png, const char *msg)
+{
+    png_ctx *c = PNG.get_error_ptr(png);
+    snprintf(c->msg, sizeof c->msg, "%s", msg ? msg : "libpng error");
+    longjmp(c->jb, 1);
+}
+static void png_on_warning(void *png, const char *msg) { (void)png, (void)msg; }
+static void png_on_read(void *png, uint8_t *dst, size_t k)
+{
+    png_ctx *c = PNG.get_io_ptr(png);
+    if (k > c->n - c->at) png_on_error(png, "the data ends early (truncated)");
+    memcpy(dst, c->b + c->at, k);
+    c->at += k;
+}
 
 static braid_status dec_png(const uint8_t *b, size_t n, int64_t *h, int64_t *w, uint8_t **rgb, bd_err *e)
 {
@@ -284,27 +320,49 @@ static braid_status dec_png(const uint8_t *b, size_t n, int64_t *h, int64_t *w, 
     *h = hh, *w = ww;
     BD_TRY_RET(lib_ready(&png_lib, "PNG", e)); /* refused when planned, not when run */
     if (!rgb) return BRAID_OK;
-    png_image_s im;
-    memset(&im, 0, sizeof im);
-    im.version = 1; /* PNG_IMAGE_VERSION */
-    if (!PNG.begin_read_from_memory(&im, b, n)) {
-        braid_status st = BD_FAIL(e, BAD, "the PNG data is not valid: %s", im.message);
-        PNG.image_free(&im);
-        return st;
+    png_ctx c;
+    memset(&c, 0, sizeof c);
+    c.b = b, c.n = n;
+    void *volatile png = NULL, *volatile info = NULL;
+    uint8_t *volatile buf = NULL;
+    uint8_t **volatile rows = NULL;
+    if (setjmp(c.jb)) {
+        void *pp = png, *ip = info;
+        if (pp) PNG.destroy_read_struct(&pp, ip ? &ip : NULL, NULL);
+        bd_free(buf);
+        bd_free(rows);
+        return BD_FAIL(e, BAD, "the PNG data is not valid: %s", c.msg);
     }
-    if ((int64_t)im.width != ww || (int64_t)im.height != hh) {
-        PNG.image_free(&im);
-        return BD_FAIL(e, BAD, "the PNG header disagrees with itself");
+    png = PNG.create_read_struct("1.6.0", &c, png_on_error, png_on_warning);
+    if (png) info = PNG.create_info_struct(png);
+    if (!png || !info) {
+        void *pp = png;
+        if (pp) PNG.destroy_read_struct(&pp, NULL, NULL);
+        return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory for the PNG decoder");
     }
-    im.format = 2; /* PNG_FORMAT_RGB: 8-bit sRGB, alpha composited away */
-    BD_TRY_RET(alloc_rgb(hh, ww, rgb, e));
-    if (!PNG.finish_read(&im, NULL, *rgb, (int32_t)(ww * 3), NULL)) {
-        braid_status st = BD_FAIL(e, BAD, "the PNG data is not valid: %s", im.message);
-        PNG.image_free(&im);
-        bd_free(*rgb), *rgb = NULL;
-        return st;
-    }
-    PNG.image_free(&im);
+    PNG.set_read_fn(png, &c, png_on_read);
+    PNG.read_info(png, info);
+    uint32_t pw = 0, ph = 0;
+    int depth = 0, color = 0, interlace = 0, comp = 0, filter = 0;
+    PNG.get_IHDR(png, info, &pw, &ph, &depth, &color, &interlace, &comp, &filter);
+    if ((int64_t)pw != ww || (int64_t)ph != hh) png_on_error(png, "its IHDR disagrees with itself");
+    if (depth == 16) PNG.set_strip_16(png);
+    if (color == 3) PNG.set_palette_to_rgb(png);                /* PNG_COLOR_TYPE_PALETTE */
+    if (!(color & 2) && depth < 8) PNG.set_expand_gray_1_2_4_to_8(png);
+    if (!(color & 2)) PNG.set_gray_to_rgb(png);
+    PNG.set_strip_alpha(png);
+    PNG.set_interlace_handling(png);
+    PNG.read_update_info(png, info);
+    if (PNG.get_rowbytes(png, info) != (size_t)ww * 3) png_on_error(png, "libpng does not expand it to 8-bit RGB");
+    buf = bd_malloc((size_t)(hh * ww * 3));
+    rows = bd_malloc((size_t)hh * sizeof *rows);
+    if (!buf || !rows) png_on_error(png, "out of memory");
+    for (int64_t y = 0; y < hh; y++) rows[y] = buf + (size_t)(y * ww * 3);
+    PNG.read_image(png, rows);
+    void *pp = png, *ip = info;
+    PNG.destroy_read_struct(&pp, &ip, NULL);
+    bd_free(rows);
+    *rgb = buf;
     return BRAID_OK;
 }
 

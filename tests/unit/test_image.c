@@ -3,8 +3,9 @@
  * and top-down; PNM P1..P6 with comments and a maxval below 255) and must
  * decode exactly; PNG, lossless WebP and JPEG are encoded at test time by
  * the same system libraries braid decodes with (nothing binary is
- * committed): PNG and WebP round-trip exactly, JPEG at quality 100 within 10
- * levels. Every pixel format (RGB, BGR, Grayscale as PIL's convert("L")).
+ * committed): PNG and WebP round-trip exactly, and PNGs written by hand
+ * (16-bit, gAMA, gray+alpha, RGBA, a bad filter byte) decode as PIL reads
+ * them; JPEG at quality 100 within 10 levels. Every pixel format (RGB, BGR, Grayscale as PIL's convert("L")).
  * Empty, truncated, corrupt and unknown bytes fail with exact codes and
  * never crash; a library that is missing fails with UNSUPPORTED naming it.
  * Every prefix of each image and a few hundred seeded byte flips decode or
@@ -323,6 +324,85 @@ static void test_png(void)
     dlclose(lib);
 }
 
+/* ---- PNG written by hand: stored (uncompressed) zlib, CRCs computed here ---- */
+
+static uint32_t crc32_of(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+    }
+    return c ^ 0xffffffffu;
+}
+
+static void be32put(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v; }
+
+static size_t png_chunk(uint8_t *o, const char *type, const uint8_t *d, uint32_t len)
+{
+    be32put(o, len);
+    memcpy(o + 4, type, 4);
+    memcpy(o + 8, d, len);
+    be32put(o + 8 + len, crc32_of(o + 4, len + 4));
+    return 12 + len;
+}
+
+/* A PNG of w x h (depth, color type) from raw filtered rows, with a gAMA
+ * chunk when gamma > 0. */
+static size_t png_by_hand(uint8_t *o, int w, int h, int depth, int color, const uint8_t *raw, uint32_t nraw, uint32_t gamma)
+{
+    uint8_t ihdr[13] = {0}, z[600], g[4];
+    be32put(ihdr, (uint32_t)w), be32put(ihdr + 4, (uint32_t)h);
+    ihdr[8] = (uint8_t)depth, ihdr[9] = (uint8_t)color;
+    uint32_t a = 1, b = 0;
+    for (uint32_t i = 0; i < nraw; i++) a = (a + raw[i]) % 65521, b = (b + a) % 65521;
+    z[0] = 0x78, z[1] = 0x01, z[2] = 1; /* zlib header, one final stored block */
+    z[3] = (uint8_t)nraw, z[4] = (uint8_t)(nraw >> 8), z[5] = (uint8_t)~nraw, z[6] = (uint8_t)(~nraw >> 8);
+    memcpy(z + 7, raw, nraw);
+    be32put(z + 7 + nraw, b << 16 | a);
+    size_t n = 8;
+    memcpy(o, "\x89PNG\r\n\x1a\n", 8);
+    n += png_chunk(o + n, "IHDR", ihdr, 13);
+    if (gamma) {
+        be32put(g, gamma);
+        n += png_chunk(o + n, "gAMA", g, 4);
+    }
+    n += png_chunk(o + n, "IDAT", z, nraw + 11);
+    n += png_chunk(o + n, "IEND", NULL, 0);
+    return n;
+}
+
+/* As PIL reads PNG: 16-bit samples keep their high byte, a gAMA chunk
+ * changes nothing, gray and palettes expand to RGB, alpha is dropped. */
+static void test_png_by_hand(void)
+{
+    uint8_t png[800];
+    void *lib = dlopen("libpng16.so.16", RTLD_NOW);
+    if (!lib) return; /* test_png checks the refusal */
+    dlclose(lib);
+    /* 16-bit RGB, 2x1: 0x1234 0x8000 0xfedc | 0x00ff 0xff00 0x0001 */
+    const uint8_t raw16[13] = {0, 0x12, 0x34, 0x80, 0x00, 0xfe, 0xdc, 0x00, 0xff, 0xff, 0x00, 0x00, 0x01};
+    const uint8_t want16[6] = {0x12, 0x80, 0xfe, 0x00, 0xff, 0x00};
+    size_t n = png_by_hand(png, 2, 1, 16, 2, raw16, 13, 0);
+    check_all(png, (int64_t)n, 1, 2, want16, 0);
+    /* 8-bit RGB with gAMA 1.0 (a linear file): the samples as stored */
+    const uint8_t raw8[7] = {0, 0, 64, 128, 255, 32, 200};
+    n = png_by_hand(png, 2, 1, 8, 2, raw8, 7, 100000);
+    check_all(png, (int64_t)n, 1, 2, raw8 + 1, 0);
+    /* 8-bit gray + alpha, 2x1: gray 10 and 250 */
+    const uint8_t rawga[5] = {0, 10, 0, 250, 255}, wantga[6] = {10, 10, 10, 250, 250, 250};
+    n = png_by_hand(png, 2, 1, 8, 4, rawga, 5, 0);
+    check_all(png, (int64_t)n, 1, 2, wantga, 0);
+    /* RGBA with the filter byte of a row out of range */
+    const uint8_t rawbad[9] = {9, 1, 2, 3, 4, 5, 6, 7, 8};
+    n = png_by_hand(png, 2, 1, 8, 6, rawbad, 9, 0);
+    expect_fail(png, (int64_t)n, BRAID_ERR_INVALID_MODEL, "PNG data is not valid");
+    /* the same RGBA with a valid filter: alpha dropped */
+    const uint8_t rawrgba[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8}, wantrgba[6] = {1, 2, 3, 5, 6, 7};
+    n = png_by_hand(png, 2, 1, 8, 6, rawrgba, 9, 0);
+    check_all(png, (int64_t)n, 1, 2, wantrgba, 0);
+}
+
 static void test_webp(void)
 {
     enum { H = 16, W = 24 };
@@ -539,6 +619,7 @@ int main(void)
     test_pnm();
     test_errors();
     test_png();
+    test_png_by_hand();
     test_webp();
 #ifdef HAVE_JPEGLIB
     test_jpeg();
