@@ -25,6 +25,17 @@ _STATUS = ["OK", "INVALID_ARGUMENT", "IO", "PARSE", "INVALID_MODEL", "UNSUPPORTE
            "DTYPE", "OUT_OF_MEMORY", "NO_DEVICE", "DEVICE", "LIMIT", "INTERNAL"]
 
 
+# ml_dtypes keeps int4 and int2 in the low bits of a byte; braid wants them
+# sign-extended to the whole byte.
+_SIGNED_SUBBYTE = {22: 4, 26: 2}
+
+
+def _sign_extend(a: np.ndarray, bits: int) -> np.ndarray:
+    u = a.view(np.uint8) & ((1 << bits) - 1)
+    sign = 1 << (bits - 1)
+    return ((u ^ sign).astype(np.int16) - sign).astype(np.int8).view(a.dtype)
+
+
 class BraidError(RuntimeError):
     """A failure reported by braid.
 
@@ -364,11 +375,13 @@ class InferenceSession:
         for i, name in enumerate(names):
             a = input_feed[name]
             if type(a) is not np.ndarray or not a.flags.c_contiguous:
-                a = np.ascontiguousarray(a)
+                a = np.asarray(a, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
             code = FROM_NUMPY.get(a.dtype)
             if code is None:
                 raise BraidError(7, f"input '{name}': numpy dtype {a.dtype} has no braid equivalent "
                                     f"(the model wants {self._inputs[i].type})")
+            if code in _SIGNED_SUBBYTE:
+                a = _sign_extend(a, _SIGNED_SUBBYTE[code])
             nd = a.ndim
             if nd > MAX_RANK:
                 raise BraidError(11, f"input '{name}': rank {nd} is over braid's {MAX_RANK}")
