@@ -461,11 +461,13 @@ class InferenceSession:
                     raise BraidError(7, f"output '{self._out_names[i]}': braid dtype "
                                         f"{type_string(t.dtype)} has no numpy equivalent")
                 shape = tuple(t.dims[:t.rank])
-                count = int(np.prod(shape, dtype=np.int64))
-                if count == 0 or not t.data:
+                nbytes = dt.itemsize
+                for d in shape:
+                    nbytes *= d
+                if nbytes == 0 or not t.data:
                     a = np.empty(shape, dt)
                 else:
-                    buf = (ctypes.c_char * (count * dt.itemsize)).from_address(t.data)
+                    buf = (ctypes.c_char * nbytes).from_address(t.data)
                     buf._owner = self  # type: ignore[attr-defined]  # the session outlives the view
                     a = np.frombuffer(buf, dt).reshape(shape)
                 a.flags.writeable = False
