@@ -257,6 +257,7 @@ class InferenceSession:
         self._in = (Tensor * max(n_in, 1))()
         self._out = (Tensor * max(n_out, 1))()
         self._run_c = lib.braid_session_run
+        self._all_outputs = (list(range(n_out)), n_out)
 
     def _create(self, providers: List[Tuple[str, Dict[str, Any]]]) -> None:
         if not providers:
@@ -351,8 +352,7 @@ class InferenceSession:
 
     def _select(self, output_names: Optional[Sequence[str]]) -> Tuple[List[int], int]:
         if output_names is None:
-            n = len(self._out_names)
-            return list(range(n)), n
+            return self._all_outputs
         try:
             idx = [self._out_index[n] for n in output_names]
         except KeyError as e:
@@ -363,7 +363,7 @@ class InferenceSession:
     def _feed(self, input_feed: Mapping[str, Any]) -> List[np.ndarray]:
         """Fills self._in from input_feed (under the lock); returns the arrays to keep alive."""
         names = self._in_names
-        if len(input_feed) != len(names) or not all(k in input_feed for k in names):
+        if len(input_feed) != len(names) or not all([k in input_feed for k in names]):
             for k in input_feed:
                 if k not in self._in_index:
                     raise BraidError(1, f"the model has no input '{k}' (inputs: {', '.join(names)})")
