@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""compare.py: runs one ONNX model through braid (the shared library, via ctypes)
+"""compare.py: runs one ONNX model through braid (its Python package, python/braid)
 and through onnxruntime on the same inputs, and compares every output.
 
 Usage:
@@ -25,142 +25,40 @@ verdict is always that of the model's own outputs.
 The library is --lib PATH, else $BRAID_LIB, else build/libbraid.so under the repo root.
 """
 import argparse
-import ctypes
 import os
 import sys
 import tempfile
+import warnings
 
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MAX_RANK = 8
-
-# ONNX TensorProto.DataType numbers (braid_dtype uses the same) -> numpy.
-DTYPES = {
-    1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32,
-    7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64,
-}
-NP_TO_DTYPE = {np.dtype(v): k for k, v in DTYPES.items()}
 GROSS_COSINE = 0.999  # below this an intermediate is wrong, not merely rounded
-BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}
+def load_braid(lib):
+    """The braid package of this repository (python/braid) over the library at lib."""
+    os.environ["BRAID_LIB"] = lib
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    import braid
+    return braid
 
 
-class BraidTensor(ctypes.Structure):
-    _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_int),
-                ("dims", ctypes.c_int64 * MAX_RANK), ("data", ctypes.c_void_p)]
-
-
-class BraidValueInfo(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int), ("rank", ctypes.c_int),
-                ("dims", ctypes.c_int64 * MAX_RANK), ("dim_names", ctypes.c_char_p * MAX_RANK)]
-
-
-class BraidError(Exception):
-    pass
-
-
-class Braid:
-    """The few functions of include/braid.h that a comparison needs."""
-
-    def __init__(self, path):
-        self.lib = ctypes.CDLL(path)
-        L = self.lib
-        vp, cp, ip = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int
-        for name, res, args in [
-            ("braid_last_error", cp, []),
-            ("braid_session_error", cp, [vp]),
-            ("braid_status_name", cp, [ip]),
-            ("braid_model_load_file", ip, [cp, ctypes.POINTER(vp)]),
-            ("braid_model_destroy", None, [vp]),
-            ("braid_model_input_count", ip, [vp]),
-            ("braid_model_output_count", ip, [vp]),
-            ("braid_model_input_info", ip, [vp, ip, ctypes.POINTER(BraidValueInfo)]),
-            ("braid_model_output_info", ip, [vp, ip, ctypes.POINTER(BraidValueInfo)]),
-            ("braid_options_create", ip, [ctypes.POINTER(vp)]),
-            ("braid_options_destroy", None, [vp]),
-            ("braid_options_set_backend", ip, [vp, ip]),
-            ("braid_options_set_max_streams", ip, [vp, ip]),
-            ("braid_options_set_threads", ip, [vp, ip]),
-            ("braid_session_create", ip, [vp, vp, ctypes.POINTER(vp)]),
-            ("braid_session_destroy", None, [vp]),
-            ("braid_session_run", ip, [vp, ip, ctypes.POINTER(BraidTensor), ip, ctypes.POINTER(BraidTensor)]),
-        ]:
-            f = getattr(L, name)
-            f.restype, f.argtypes = res, args
-
-    def _check(self, status, what, session=None):
-        if status != 0:
-            msg = self.lib.braid_session_error(session) if session else self.lib.braid_last_error()
-            name = self.lib.braid_status_name(status)
-            raise BraidError(f"{what}: {(name or b'?').decode()}: {(msg or b'').decode()}")
-
-    def _info(self, fn, model, i):
-        vi = BraidValueInfo()
-        self._check(fn(model, i, ctypes.byref(vi)), "value info")
-        return vi.name.decode(), vi.dtype, vi.rank, [vi.dims[d] for d in range(max(vi.rank, 0))]
-
-    def io_names(self, model_path):
-        """(input names, output names) as braid orders them."""
-        m = ctypes.c_void_p()
-        self._check(self.lib.braid_model_load_file(model_path.encode(), ctypes.byref(m)), "load")
-        try:
-            ins = [self._info(self.lib.braid_model_input_info, m, i)[0]
-                   for i in range(self.lib.braid_model_input_count(m))]
-            outs = [self._info(self.lib.braid_model_output_info, m, i)[0]
-                    for i in range(self.lib.braid_model_output_count(m))]
-            return ins, outs
-        finally:
-            self.lib.braid_model_destroy(m)
-
-    def run(self, model_path, feeds, backend="cpu", streams=0, threads=0):
-        """Runs the model once; returns {output name: numpy array (a copy)}."""
-        m, o, s = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
-        try:
-            self._check(self.lib.braid_model_load_file(model_path.encode(), ctypes.byref(m)), "load")
-            self._check(self.lib.braid_options_create(ctypes.byref(o)), "options")
-            self._check(self.lib.braid_options_set_backend(o, BACKENDS[backend]), "backend")
-            self._check(self.lib.braid_options_set_max_streams(o, streams), "streams")
-            self._check(self.lib.braid_options_set_threads(o, threads), "threads")
-            self._check(self.lib.braid_session_create(m, o, ctypes.byref(s)), "session")
-            n_in = self.lib.braid_model_input_count(m)
-            n_out = self.lib.braid_model_output_count(m)
-            ins = (BraidTensor * max(n_in, 1))()
-            keep = []
-            for i in range(n_in):
-                name = self._info(self.lib.braid_model_input_info, m, i)[0]
-                if name not in feeds:
-                    raise BraidError(f"no data for braid input '{name}'")
-                a = np.asarray(feeds[name], order="C")  # ascontiguousarray would make a scalar 1-D
-                if a.dtype not in NP_TO_DTYPE:
-                    raise BraidError(f"input '{name}': dtype {a.dtype} has no braid equivalent")
-                if a.ndim > MAX_RANK:
-                    raise BraidError(f"input '{name}': rank {a.ndim} is over {MAX_RANK}")
-                keep.append(a)
-                ins[i].dtype, ins[i].rank = NP_TO_DTYPE[a.dtype], a.ndim
-                for d, n in enumerate(a.shape):
-                    ins[i].dims[d] = n
-                ins[i].data = a.ctypes.data_as(ctypes.c_void_p)
-            outs = (BraidTensor * max(n_out, 1))()
-            self._check(self.lib.braid_session_run(s, n_in, ins, n_out, outs), "run", s)
-            result = {}
-            for i in range(n_out):
-                name = self._info(self.lib.braid_model_output_info, m, i)[0]
-                t = outs[i]
-                if t.dtype not in DTYPES:
-                    raise BraidError(f"output '{name}': braid dtype {t.dtype} has no numpy equivalent")
-                shape = tuple(t.dims[d] for d in range(t.rank))
-                dt = np.dtype(DTYPES[t.dtype])
-                count = int(np.prod(shape, dtype=np.int64))
-                if count == 0 or not t.data:
-                    result[name] = np.zeros(shape, dt)
-                else:
-                    buf = (ctypes.c_char * (count * dt.itemsize)).from_address(t.data)
-                    result[name] = np.frombuffer(bytes(buf), dt).reshape(shape)
-            return result
-        finally:
-            self.lib.braid_session_destroy(s)
-            self.lib.braid_options_destroy(o)
-            self.lib.braid_model_destroy(m)
+def run_braid(braid, model_path, feeds, backend="cpu", streams=0, threads=0):
+    """Runs the model once through the package; returns (output names, {name: array})."""
+    so = braid.SessionOptions()
+    so.max_streams, so.intra_op_num_threads = streams, threads
+    providers = {"cpu": ["CPUExecutionProvider"], "cuda": ["CUDAExecutionProvider"], "auto": None}[backend]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a CUDA fallback is refused below instead
+        sess = braid.InferenceSession(model_path, so, providers=providers)
+    if backend == "cuda" and sess.get_providers()[0] != "CUDAExecutionProvider":
+        raise braid.BraidError(9, "the CUDA backend cannot run here")
+    names = [o.name for o in sess.get_outputs()]
+    ins = [i.name for i in sess.get_inputs()]
+    missing = [n for n in ins if n not in feeds]
+    if missing:
+        raise braid.BraidError(1, f"no data for braid input '{missing[0]}'")
+    with sess:
+        return names, dict(zip(names, sess.run(None, {n: feeds[n] for n in ins})))
 
 
 def find_lib(arg):
@@ -354,7 +252,7 @@ def main():
         return 2
     model = onnx.load(a.model)
     feeds = make_inputs(model, parse_pairs(a.input, "--input"), parse_pairs(a.shape, "--shape"))
-    braid = Braid(lib)
+    braid = load_braid(lib)
     print(f"model {a.model}  backend {a.backend}  streams {a.streams}  atol {a.atol:g}  rtol {a.rtol:g}")
     for k, v in feeds.items():
         print(f"  input {k}: shape {list(v.shape)} {v.dtype}")
@@ -368,9 +266,8 @@ def main():
         onnx.save(m2, path)
     try:
         try:
-            _, out_names = braid.io_names(path)
-            got = braid.run(path, feeds, a.backend, a.streams, a.threads)
-        except BraidError as e:
+            out_names, got = run_braid(braid, path, feeds, a.backend, a.streams, a.threads)
+        except braid.BraidError as e:
             print(f"braid failed: {e}")
             return 2
         try:
