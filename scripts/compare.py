@@ -61,6 +61,23 @@ def run_braid(braid, model_path, feeds, backend="cpu", streams=0, threads=0):
         return names, dict(zip(names, sess.run(None, {n: feeds[n] for n in ins})))
 
 
+class Braid:
+    """The package at lib as the tests call it: run(path, feeds, backend,
+    streams, threads) -> {output name: array}; BraidError is the package's."""
+
+    def __init__(self, lib):
+        self.pkg = load_braid(lib)
+        self.BraidError = self.pkg.BraidError
+
+    def run(self, model_path, feeds, backend="cpu", streams=0, threads=0):
+        """A failure's message starts with braid's status name ("shape error: ...")."""
+        try:
+            return run_braid(self.pkg, model_path, feeds, backend, streams, threads)[1]
+        except self.pkg.BraidError as e:
+            name = self.pkg._session.lib.braid_status_name(e.code)
+            raise self.BraidError(e.code, f"{name.decode() if name else e.status}: {e}") from None
+
+
 def find_lib(arg):
     path = arg or os.environ.get("BRAID_LIB") or os.path.join(REPO, "build", "libbraid.so")
     if not os.path.exists(path):

@@ -496,7 +496,7 @@ class PlanTest(unittest.TestCase):
 class ErrorTest(unittest.TestCase):
     def expect(self, m, feeds, status, *words):
         path = save(m, "err")
-        with self.assertRaises(compare.BraidError) as cm:
+        with self.assertRaises(Runner.get().BraidError) as cm:
             Runner.get().run(path, {k: feeds[k] for k in graph_inputs(m)}, "cpu", 1, 1)
         msg = str(cm.exception)
         self.assertIn(status, msg)
