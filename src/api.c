@@ -573,6 +573,11 @@ static braid_status take_inputs(const bd_graph *g, int n_inputs, const braid_ten
         if ((st = bd_tensor_nbytes(&in[i], &nb, e))) return st;
         if (!t->data && nb)
             return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "input '%s' has no data", g->values[g->inputs[i]].name);
+        if (t->dtype == BRAID_DTYPE_STRING) /* every element must point at a string */
+            for (int64_t k = 0, n = bd_numel(&in[i]); k < n; k++)
+                if (!((const char *const *)t->data)[k])
+                    return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "string input '%s' has a NULL element at %lld",
+                                   g->values[g->inputs[i]].name, (long long)k);
     }
     return BRAID_OK;
 }
