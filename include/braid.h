@@ -59,7 +59,12 @@ typedef enum braid_status {
  * every element takes whole bytes: the sub-byte types (INT4, UINT4, INT2,
  * UINT2, FLOAT4E2M1, FLOAT6E2M3, FLOAT6E3M2) take one byte each, the
  * integers sign- or zero-extended to 8 bits, the floats as their code in the
- * low bits. (ONNX's packed form is read and written in .pb files only.) */
+ * low bits. (ONNX's packed form is read and written in .pb files only.)
+ * A STRING element is a `const char *` to a NUL-terminated UTF-8 string
+ * (data is an array of numel pointers). For inputs the caller owns the
+ * strings and keeps them alive during the run; an output's strings are owned
+ * by the session, immutable, and valid until the next run or the session's
+ * destruction, like its data. Strings with embedded NULs are cut at the NUL. */
 typedef enum braid_dtype {
     BRAID_DTYPE_UNDEFINED = 0,
     BRAID_DTYPE_FLOAT = 1,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/strpool.h"
 #include "backend/backend.h"
 #include "backend/notes.h"
 #include "onnx/onnx.h"
@@ -42,6 +43,7 @@ struct braid_session {
     char err[1100];
     char backend_note[600];         /* why AUTO chose the CPU */
     bd_notes notes;                 /* what the backend did instead of what was asked */
+    bd_strpool out_strings;         /* the strings of the last run's STRING outputs (braid.h) */
 };
 
 static _Thread_local char tls_err[1100];
@@ -320,6 +322,7 @@ braid_status braid_session_create(const braid_model *m, const braid_options *o, 
     s->runner = (bd_runner){.ctx = s, .prepare = runner_prepare, .release = runner_release, .run = runner_run,
                             .read = runner_read, .host_mem = s->be == &bd_backend_cpu, .host_out = 1, .host_in = 1};
     pthread_mutex_init(&s->mu, NULL);
+    bd_strpool_init(&s->out_strings);
     *out = s;
     return BRAID_OK;
 }
@@ -505,6 +508,7 @@ void braid_session_destroy(braid_session *s)
     bd_free(s->res_cap);
     s->be->close(s->bstate);
     pthread_mutex_destroy(&s->mu);
+    bd_strpool_destroy(&s->out_strings);
     bd_notes_destroy(&s->notes);
     bd_free(s->profile_path);
     bd_free(s);
@@ -569,6 +573,11 @@ static braid_status take_inputs(const bd_graph *g, int n_inputs, const braid_ten
         if ((st = bd_tensor_nbytes(&in[i], &nb, e))) return st;
         if (!t->data && nb)
             return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "input '%s' has no data", g->values[g->inputs[i]].name);
+        if (t->dtype == BRAID_DTYPE_STRING) /* every element must point at a string */
+            for (int64_t k = 0, n = bd_numel(&in[i]); k < n; k++)
+                if (!((const char *const *)t->data)[k])
+                    return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "string input '%s' has a NULL element at %lld",
+                                   g->values[g->inputs[i]].name, (long long)k);
     }
     return BRAID_OK;
 }
@@ -649,12 +658,25 @@ static braid_status run_locked(braid_session *s, int n_inputs, const braid_tenso
     bd_run_out *outs = bd_calloc((size_t)g->n_outputs + 1, sizeof *outs);
     if (!outs) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
     BD_TRY(get_plan(s, in, &p, e));
+    bd_strpool_reset(&s->out_strings);
     BD_TRY(bd_stages_run(p, in, outs, &last, e));
     for (int o = 0; o < n_outputs; o++) {
         const bd_tensor *t = &outs[o].t;
         const void *src = NULL;
         /* An input given back is copied: the caller may reuse its buffer. */
-        BD_TRY(host_output(s, o, &outs[o], g->values[g->outputs[o]].flags & BD_VAL_INPUT ? 1 : 0, &src, e));
+        int is_str = t->dtype == BRAID_DTYPE_STRING;
+        BD_TRY(host_output(s, o, &outs[o], is_str || (g->values[g->outputs[o]].flags & BD_VAL_INPUT) ? 1 : 0, &src,
+                           e));
+        if (is_str) { /* the session's own copies: a string may be the caller's input or a constant's */
+            const char **strs = (const char **)src;
+            for (int64_t i = 0, n = bd_numel(t); i < n; i++) {
+                strs[i] = bd_strpool_dup(&s->out_strings, strs[i], strlen(strs[i]));
+                if (!strs[i]) {
+                    st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory for the strings of output %d", o);
+                    goto fail;
+                }
+            }
+        }
         if (into) { /* the caller's buffer, at the shape the caller states */
             if (!outputs[o].data) {
                 st = BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "output %d has no buffer", o);

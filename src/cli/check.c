@@ -52,6 +52,16 @@ static int compare(const braid_tensor *got, const braid_tensor *want, double rto
     }
     int64_t cnt = 1;
     for (int d = 0; d < got->rank; d++) cnt *= got->dims[d];
+    if (got->dtype == BRAID_DTYPE_STRING) { /* strings must be equal byte for byte */
+        const char *const *g = got->data, *const *w = want->data;
+        for (int64_t i = 0; i < cnt; i++)
+            if (strcmp(g[i] ? g[i] : "", w[i] ? w[i] : "")) {
+                snprintf(why, n, "element %lld is \"%.200s\", expected \"%.200s\"", (long long)i, g[i] ? g[i] : "",
+                         w[i] ? w[i] : "");
+                return 1;
+            }
+        return 0;
+    }
     /* Integers and bools must be equal; every float type (float16, bfloat16
      * and the float8s included) is compared at the case's tolerance, as
      * onnx's own runner does. */

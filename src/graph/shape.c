@@ -13,6 +13,7 @@
  * planner keeps it to the end of the stage. bd_inst_next continues from the
  * boundary's actual shapes and values. */
 #include "graph/shape.h"
+#include "util/strpool.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -107,6 +108,11 @@ static braid_status check_symbols(const bd_graph *g, const bd_tensor *inputs, bd
 void bd_inst_free(bd_inst *x)
 {
     if (!x) return;
+    if (x->strings) {
+        bd_strpool_destroy(x->strings);
+        bd_free(x->strings);
+        x->strings = NULL;
+    }
     for (int v = 0; x->vals && x->owned && v < x->g->n_values; v++)
         if (x->owned[v]) bd_free(x->vals[v].data);
     bd_free(x->vals);
@@ -150,7 +156,13 @@ static braid_status fold(bd_inst *x, const bd_node *n, bd_tensor *in, bd_tensor 
         out[o].data = bd_malloc(nb);
         BD_CHECK_ALLOC(e, out[o].data);
     }
-    bd_kernel k = {.node = n, .in = in, .n_in = n->n_in, .out = out, .n_out = n->n_out, .threads = 1, .err = e};
+    if (!x->strings) {
+        x->strings = bd_malloc(sizeof *x->strings);
+        BD_CHECK_ALLOC(e, x->strings);
+        bd_strpool_init(x->strings);
+    }
+    bd_kernel k = {.node = n, .in = in, .n_in = n->n_in, .out = out, .n_out = n->n_out, .threads = 1, .err = e,
+                   .strings = x->strings};
     BD_TRY(bd_cpu_run(&k));
     for (int o = 0; o < n->n_out; o++) {
         if (n->out[o] < 0) { bd_free(out[o].data); continue; }

@@ -47,6 +47,9 @@ typedef struct bd_inst {
      * flat graph of this instance's own (later stages share it). */
     bd_graph *flat;
     unsigned char *flat_own;
+    /* Strings that nodes folded here made (string tensors point into it);
+     * made on first use. */
+    struct bd_strpool *strings;
 } bd_inst;
 
 /* Replaces If node `at` of x (its condition known) by branch b (0: then,

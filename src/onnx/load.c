@@ -117,7 +117,7 @@ static braid_status read_attr(const Onnx__AttributeProto *ap, bd_attr *a, bd_err
     case BD_ATTR_FLOAT: a->f = ap->f; break;
     case BD_ATTR_INT: a->i = ap->i; break;
     case BD_ATTR_STRING:
-        a->s = bd_strndup((const char *)ap->s.data, ap->s.len);
+        a->s = bd_strndup(ap->s.data ? (const char *)ap->s.data : "", ap->s.len); /* "" may have no data */
         if (!a->s) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
         break;
     case BD_ATTR_FLOATS:
@@ -137,7 +137,7 @@ static braid_status read_attr(const Onnx__AttributeProto *ap, bd_attr *a, bd_err
         if (!a->strings) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
         a->n = (int)ap->n_strings;
         for (size_t i = 0; i < ap->n_strings; i++) {
-            a->strings[i] = bd_strndup((const char *)ap->strings[i].data, ap->strings[i].len);
+            a->strings[i] = bd_strndup(ap->strings[i].data ? (const char *)ap->strings[i].data : "", ap->strings[i].len);
             if (!a->strings[i]) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
         }
         break;

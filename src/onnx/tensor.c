@@ -1,6 +1,7 @@
 /* tensor.c: TensorProto to bd_tensor: raw_data, every typed field, and
  * external data resolved against the model's folder (never outside it). */
 #include "onnx_internal.h"
+#include "util/strpool.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -10,7 +11,7 @@
 
 static int dtype_supported(int dt)
 {
-    return dt != BRAID_DTYPE_UNDEFINED && dt != BRAID_DTYPE_STRING && bd_dtype_size(dt) != 0;
+    return dt != BRAID_DTYPE_UNDEFINED && bd_dtype_size(dt) != 0;
 }
 
 /* Copies n typed-field values into dst with the tensor's element type. */
@@ -178,6 +179,24 @@ braid_status bd_onnx_tensor(const Onnx__TensorProto *tp, const char *base_dir, b
     size_t nbytes;
     braid_status st = bd_tensor_nbytes(t, &nbytes, e);
     if (st) { bd_err_prefix(e, "tensor '%s': ", tname); return st; }
+    if (dt == BRAID_DTYPE_STRING) { /* string_data: one block of pointers and bytes (strpool.h) */
+        size_t n = (size_t)bd_numel(t);
+        if (tp->n_string_data != n)
+            return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "tensor '%s' declares %zu strings but holds %zu", tname,
+                           n, tp->n_string_data);
+        const char **strs = bd_malloc((n ? n : 1) * sizeof *strs);
+        size_t *lens = bd_malloc((n ? n : 1) * sizeof *lens);
+        if (strs && lens)
+            for (size_t i = 0; i < n; i++) {
+                strs[i] = (const char *)tp->string_data[i].data;
+                lens[i] = tp->string_data[i].len;
+            }
+        t->data = strs && lens ? bd_string_block(strs, lens, n) : NULL;
+        bd_free(strs);
+        bd_free(lens);
+        if (!t->data) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory for tensor '%s'", tname);
+        return BRAID_OK;
+    }
     size_t n = (size_t)bd_numel(t), esize = bd_dtype_size(dt);
     /* stored: the bytes of the data as ONNX stores it (packed for sub-byte
      * types; float6's int32_data holds one element per entry). */

@@ -18,11 +18,11 @@ static unsigned allowed(int op)
 {
     switch (op) {
     case BD_OP_Pow: return FLOATS | DT(INT32) | DT(INT64);
-    case BD_OP_Equal: return NUMERIC | DT(BOOL);
+    case BD_OP_Equal: return NUMERIC | DT(BOOL) | DT(STRING);
     case BD_OP_And: case BD_OP_Or: case BD_OP_Xor: return DT(BOOL);
     case BD_OP_BitwiseAnd: case BD_OP_BitwiseOr: case BD_OP_BitwiseXor: case BD_OP_BitShift: return SINTS | UINTS;
     case BD_OP_Sum: case BD_OP_Mean: case BD_OP_MS_BiasAdd: return FLOATS;
-    case BD_OP_Where: return ~(DT(UNDEFINED) | DT(STRING) | DT(COMPLEX64) | DT(COMPLEX128));
+    case BD_OP_Where: return ~(DT(UNDEFINED) | DT(COMPLEX64) | DT(COMPLEX128));
     default: return NUMERIC;
     }
 }

@@ -10,12 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/strpool.h"
 #include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
 
 typedef struct cpu_state {
     int threads;
     int profile;
+    bd_strpool strings; /* what string kernels made; reset when a top-level run starts */
 } cpu_state;
 
 typedef struct worker {
@@ -51,12 +53,18 @@ static braid_status cpu_open(const bd_graph *g, const bd_exec_opts *o, void **st
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     s->threads = o->threads > 0 ? o->threads : (int)(ncpu > 0 ? ncpu : 1);
     s->profile = o->profile;
+    bd_strpool_init(&s->strings);
     openblas_set_num_threads(1);
     *state = s;
     return BRAID_OK;
 }
 
-static void cpu_close(void *state) { bd_free(state); }
+static void cpu_close(void *state)
+{
+    cpu_state *s = state;
+    if (s) bd_strpool_destroy(&s->strings);
+    bd_free(state);
+}
 
 static void *align_up(void *p, size_t a) { return (void *)(((uintptr_t)p + a - 1) & ~(uintptr_t)(a - 1)); }
 
@@ -190,7 +198,8 @@ static void *run_stream(void *arg)
             for (int k = 0; k < n->n_out; k++)
                 if (n->out[k] < 0) out[k].data = NULL;
             bd_kernel k = {.node = n, .in = in, .n_in = n->n_in, .out = out, .n_out = n->n_out,
-                           .threads = w->threads, .err = &err, .plan = p, .live_index = cmd->arg, .backend = w->s};
+                           .threads = w->threads, .err = &err, .plan = p, .live_index = cmd->arg, .backend = w->s,
+                           .strings = &w->s->strings};
             double t0 = w->s->profile ? bd_now() : 0;
             if (bd_cpu_run(&k) != BRAID_OK) {
                 bd_err_prefix(&err, "node '%s' (%s): ", n->name, n->op_type);
@@ -249,6 +258,14 @@ static braid_status cpu_run(void *state, bd_prepared *p, const bd_tensor *inputs
     return BRAID_OK;
 }
 
+/* A run of a session's own plan: at its first stage, the strings of the
+ * last run's outputs go. */
+static braid_status cpu_run_top(void *state, bd_prepared *p, const bd_tensor *inputs, bd_err *e)
+{
+    if (!p->prev) bd_strpool_reset(&((cpu_state *)state)->strings);
+    return cpu_run(state, p, inputs, e);
+}
+
 static int cpu_auto_streams(void *state)
 {
     const cpu_state *s = state;
@@ -262,5 +279,5 @@ const bd_backend bd_backend_cpu = {
     .close = cpu_close,
     .prepare = cpu_prepare,
     .release = cpu_release,
-    .run = cpu_run,
+    .run = cpu_run_top,
 };

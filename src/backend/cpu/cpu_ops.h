@@ -21,6 +21,8 @@ typedef struct bd_kernel {
     struct bd_prepared *plan;
     int live_index;
     void *backend;
+    /* Owner of the strings a kernel makes for STRING outputs (util/strpool.h). */
+    struct bd_strpool *strings;
 } bd_kernel;
 
 #define X(f) braid_status bd_cpu_##f(const bd_kernel *k);

@@ -12,6 +12,8 @@
 
 #include <math.h>
 
+#include <string.h>
+
 #include "elementwise.h"
 #include "ops/binary.h"
 #include "ops/cast.h"
@@ -188,6 +190,15 @@ WHERE_ROW(row_where_2, uint16_t)
 WHERE_ROW(row_where_4, uint32_t)
 WHERE_ROW(row_where_8, uint64_t)
 
+/* Equal on strings: the element is a `const char *` (braid.h). */
+static void row_eq_str(const void *const *p, const int64_t *s, void *vo, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    const char *const *x = p[0], *const *y = p[1];
+    uint8_t *o = vo;
+    for (int64_t i = 0; i < n; i++) o[i] = strcmp(x[i * s[0]], y[i * s[1]]) == 0;
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 static const bd_row_fn *table(int op)
@@ -266,6 +277,8 @@ braid_status bd_cpu_binary(const bd_kernel *k)
         c.tb = k->in[1].dtype;
         st.fn = row_pow_any;
         st.ctx = &c;
+    } else if (n->op == BD_OP_Equal && dt == BRAID_DTYPE_STRING) {
+        st.fn = row_eq_str;
     } else if (!pick(&st, table(n->op), dt, out->dtype, &c)) {
         return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "%s has no CPU kernel for dtype %s", n->op_type,
                        bd_dtype_name(dt));
