@@ -50,6 +50,41 @@ class BraidError(RuntimeError):
         self.status = _STATUS[code] if 0 <= code < len(_STATUS) else "UNKNOWN"
 
 
+_STRING = 8  # BRAID_DTYPE_STRING: an element is a const char * (UTF-8, NUL-terminated)
+
+
+def _strings_in(name: str, a: np.ndarray) -> Tuple[np.ndarray, Any]:
+    """A str/bytes array as braid's string tensor: (the array, a ctypes array
+    of char pointers that keeps the encoded bytes alive)."""
+    flat = a.reshape(-1)
+    enc = []
+    for k, v in enumerate(flat):
+        if isinstance(v, str):
+            v = v.encode("utf-8", "surrogateescape")
+        if not isinstance(v, (bytes, np.bytes_)):
+            raise BraidError(7, f"input '{name}': element {k} is {type(v).__name__}, not str or bytes")
+        if b"\0" in v:
+            raise BraidError(7, f"input '{name}': element {k} holds a NUL byte, which braid's strings cannot")
+        enc.append(bytes(v))
+    arr = (ctypes.c_char_p * max(len(enc), 1))(*enc)
+    return a, arr
+
+
+def _strings_out(t: Any) -> np.ndarray:
+    """A string output as a numpy object array of str (as onnxruntime gives)."""
+    shape = tuple(t.dims[:t.rank])
+    n = 1
+    for d in shape:
+        n *= d
+    out = np.empty(n, dtype=object)
+    if n and t.data:
+        ptrs = (ctypes.c_char_p * n).from_address(t.data)
+        for k in range(n):
+            v = ptrs[k]
+            out[k] = v.decode("utf-8", "surrogateescape") if v is not None else ""
+    return out.reshape(shape)
+
+
 def _text(p: Optional[bytes]) -> str:
     return p.decode("utf-8", "replace") if p else ""
 
@@ -377,6 +412,9 @@ class InferenceSession:
             if type(a) is not np.ndarray or not a.flags.c_contiguous:
                 a = np.asarray(a, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
             code = FROM_NUMPY.get(a.dtype)
+            if code is None and a.dtype.kind in "USO" and self._inputs[i].type == "tensor(string)":
+                a, ptrs = _strings_in(name, a)
+                code = _STRING
             if code is None:
                 raise BraidError(7, f"input '{name}': numpy dtype {a.dtype} has no braid equivalent "
                                     f"(the model wants {self._inputs[i].type})")
@@ -389,6 +427,10 @@ class InferenceSession:
             t.dtype = code
             t.rank = nd
             t.dims[:nd] = a.shape
+            if code == _STRING:
+                t.data = ctypes.addressof(ptrs)
+                keep.append((a, ptrs))  # one entry per input: len(keep) is the input count
+                continue
             try:  # the buffer protocol: several times cheaper than a.ctypes.data
                 t.data = _addressof(_from_buffer(a))
             except (TypeError, ValueError, BufferError):  # read-only, or a dtype numpy cannot export
@@ -425,6 +467,9 @@ class InferenceSession:
             outs = self._out
             for i in idx:
                 t = outs[i]
+                if t.dtype == _STRING:
+                    result.append(_strings_out(t))
+                    continue
                 dt = TO_NUMPY.get(t.dtype)
                 if dt is None:
                     raise BraidError(7, f"output '{self._out_names[i]}': braid dtype "
@@ -456,6 +501,9 @@ class InferenceSession:
             result = []
             for i in idx:
                 t = self._out[i]
+                if t.dtype == _STRING:  # no view of C strings: a new object array
+                    result.append(_strings_out(t))
+                    continue
                 dt = TO_NUMPY.get(t.dtype)
                 if dt is None:
                     raise BraidError(7, f"output '{self._out_names[i]}': braid dtype "

@@ -101,6 +101,25 @@ def test_identity_dtypes(dt, code):
     np.testing.assert_array_equal(y, x)
 
 
+def test_string_tensors():
+    """str (or bytes, or object) arrays in; object arrays of str out, as onnxruntime gives."""
+    m = make([helper.make_node("StringConcat", ["a", "b"], ["y"])],
+             [helper.make_tensor_value_info("a", TensorProto.STRING, [2, 2]),
+              helper.make_tensor_value_info("b", TensorProto.STRING, [2])],
+             [helper.make_tensor_value_info("y", TensorProto.STRING, [2, 2])], opset=20)
+    s = braid.InferenceSession(m.SerializeToString())
+    a = np.array([["x", "é"], ["", "Σ"]])
+    (y,) = s.run(None, {"a": a, "b": np.array([b"1", b"2"], dtype=object)})
+    assert y.dtype == object and y.shape == (2, 2)
+    assert y.tolist() == [["x1", "é2"], ["1", "Σ2"]]
+    (v,) = s.run_views(None, {"a": a.astype(object), "b": np.array(["", "!"])})
+    assert v.tolist() == [["x", "é!"], ["", "Σ!"]]
+    with pytest.raises(braid.BraidError, match="element 1 is int"):
+        s.run(None, {"a": np.array([["x", 3], ["y", "z"]], dtype=object), "b": np.array(["", ""])})
+    (y,) = s.run(None, {"a": a, "b": np.array(["-", "-"])})  # usable after the error
+    assert y[1, 1] == "Σ-"
+
+
 def test_errors_leave_session_usable(add_path):
     s = braid.InferenceSession(add_path)
     f = feeds()
