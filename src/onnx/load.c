@@ -71,7 +71,9 @@ static int value_of(bd_graph *g, name_map *m, const char *name)
 static braid_status read_value_info(const Onnx__ValueInfoProto *vi, bd_value *v, bd_err *e)
 {
     const Onnx__TypeProto *tp = vi->type;
-    if (!tp) return BRAID_OK;
+    /* no type, or a TypeProto with nothing set (PyTorch writes these for
+     * values inside If branches): unknown, inferred like an untyped value */
+    if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET) return BRAID_OK;
     if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
         return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "value '%s' is not a tensor (sequences, maps and "
                        "optionals are not supported)", v->name);

@@ -89,6 +89,9 @@ def run_model(a, file, ctx, tmp):
     if missing:
         print(f"real: SKIP {file}: braid does not run yet: {', '.join(missing)}")
         return "skip"
+    if file in cases.KNOWN_WRONG:  # a known bug, named, until it is fixed
+        print(f"real: SKIP {file}: known wrong in braid: {cases.KNOWN_WRONG[file]}")
+        return "skip"
     import onnx
     names = [o.name for o in onnx.load(path, load_external_data=False).graph.output]
     verdicts = []
