@@ -1,5 +1,7 @@
-/* string.cu: CUDA kernels of the string op family: string tensors.
- * (No op of the family is registered yet.) */
+/* string.cu: CUDA side of the string op family (StringConcat, StringSplit,
+ * StringNormalizer, RegexFullMatch). None runs on the device yet: string
+ * tensors are host pointers, and the CUDA backend has no host-op path (the
+ * rows carry BD_OPF_HOST for when it does), so each op is refused by name. */
 #include "common.cuh"
 
 extern "C" braid_status bd_cuda_string(const bd_cuda_kernel *k)
