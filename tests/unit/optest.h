@@ -68,11 +68,12 @@ static inline bd_attr attr_is(const char *name, int64_t *v, int n)
 
 /* A node that holds its own inputs, outputs and attributes (attr_* add them;
  * INTS values are copied). Value indices: inputs 0.., outputs 5... */
+enum { TNODE_ATTRS = 32, TNODE_INTS = 32 }; /* a tree ensemble takes 15+ attributes */
 typedef struct tnode {
     bd_node n;
     int in[5], out[3];
-    bd_attr attrs[12];
-    int64_t ints[12][12];
+    bd_attr attrs[TNODE_ATTRS];
+    int64_t ints[TNODE_ATTRS][TNODE_INTS];
 } tnode;
 
 static inline void tnode_init(tnode *t, int op, int opset, int n_in, int n_out)
@@ -87,6 +88,10 @@ static inline void tnode_init(tnode *t, int op, int opset, int n_in, int n_out)
 
 static inline bd_attr *tnode_attr(tnode *t, const char *name, bd_attr_type type)
 {
+    if (t->n.n_attrs >= TNODE_ATTRS) { /* a test's own mistake: stop before writing past attrs */
+        fprintf(stderr, "optest: more than %d attributes on one node\n", TNODE_ATTRS);
+        exit(2);
+    }
     bd_attr *a = &t->attrs[t->n.n_attrs++];
     a->name = (char *)name;
     a->type = type;
@@ -99,8 +104,12 @@ static inline void attr_str(tnode *t, const char *name, const char *s) { tnode_a
 
 static inline void attr_ints(tnode *t, const char *name, int n, const int64_t *v)
 {
+    if (n > TNODE_INTS || t->n.n_attrs >= TNODE_ATTRS) {
+        fprintf(stderr, "optest: attribute '%s' has %d ints, at most %d fit\n", name, n, TNODE_INTS);
+        exit(2);
+    }
     int64_t *dst = t->ints[t->n.n_attrs];
-    memcpy(dst, v, (size_t)n * sizeof *v);
+    if (n > 0) memcpy(dst, v, (size_t)n * sizeof *v);
     bd_attr *a = tnode_attr(t, name, BD_ATTR_INTS);
     a->n = n;
     a->ints = dst;

@@ -342,7 +342,7 @@ static size_t png_chunk(uint8_t *o, const char *type, const uint8_t *d, uint32_t
 {
     be32put(o, len);
     memcpy(o + 4, type, 4);
-    memcpy(o + 8, d, len);
+    if (len) memcpy(o + 8, d, len);
     be32put(o + 8 + len, crc32_of(o + 4, len + 4));
     return 12 + len;
 }
