@@ -438,6 +438,32 @@ class InferenceSession:
             keep.append(a)
         return keep
 
+    def _out_array(self, i: int, view: bool) -> np.ndarray:
+        """Output i of the last run: a new array, or (view) a read-only view of
+        the session's buffer; string outputs are always a new object array."""
+        t = self._out[i]
+        if t.dtype == _STRING:
+            return _strings_out(t)
+        dt = TO_NUMPY.get(t.dtype)
+        if dt is None:
+            raise BraidError(7, f"output '{self._out_names[i]}': braid dtype "
+                                f"{type_string(t.dtype)} has no numpy equivalent")
+        shape = tuple(t.dims[:t.rank])
+        nbytes = dt.itemsize
+        for d in shape:
+            nbytes *= d
+        if nbytes == 0 or not t.data:
+            a = np.empty(shape, dt)
+        elif not view:
+            return np.frombuffer((ctypes.c_char * nbytes).from_address(t.data), dt).reshape(shape).copy()
+        else:
+            buf = (ctypes.c_char * nbytes).from_address(t.data)
+            buf._owner = self  # type: ignore[attr-defined]  # the session outlives the view
+            a = np.frombuffer(buf, dt).reshape(shape)
+        if view:
+            a.flags.writeable = False
+        return a
+
     def run(self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, Any],
             run_options: Any = None) -> List[np.ndarray]:
         """Runs the model once.
@@ -463,26 +489,7 @@ class InferenceSession:
             st = self._run_c(s, len(keep), self._in, n, self._out)
             if st:
                 _check(st, s)
-            result = []
-            outs = self._out
-            for i in idx:
-                t = outs[i]
-                if t.dtype == _STRING:
-                    result.append(_strings_out(t))
-                    continue
-                dt = TO_NUMPY.get(t.dtype)
-                if dt is None:
-                    raise BraidError(7, f"output '{self._out_names[i]}': braid dtype "
-                                        f"{type_string(t.dtype)} has no numpy equivalent")
-                shape = tuple(t.dims[:t.rank])
-                nbytes = dt.itemsize
-                for d in shape:
-                    nbytes *= d
-                if nbytes and t.data:
-                    a = np.frombuffer((ctypes.c_char * nbytes).from_address(t.data), dt).reshape(shape).copy()
-                else:
-                    a = np.empty(shape, dt)
-                result.append(a)
+            result = [self._out_array(i, False) for i in idx]
         return result
 
     def run_views(self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, Any]) -> List[np.ndarray]:
@@ -498,28 +505,7 @@ class InferenceSession:
             st = self._run_c(s, len(keep), self._in, n, self._out)
             if st:
                 _check(st, s)
-            result = []
-            for i in idx:
-                t = self._out[i]
-                if t.dtype == _STRING:  # no view of C strings: a new object array
-                    result.append(_strings_out(t))
-                    continue
-                dt = TO_NUMPY.get(t.dtype)
-                if dt is None:
-                    raise BraidError(7, f"output '{self._out_names[i]}': braid dtype "
-                                        f"{type_string(t.dtype)} has no numpy equivalent")
-                shape = tuple(t.dims[:t.rank])
-                nbytes = dt.itemsize
-                for d in shape:
-                    nbytes *= d
-                if nbytes == 0 or not t.data:
-                    a = np.empty(shape, dt)
-                else:
-                    buf = (ctypes.c_char * nbytes).from_address(t.data)
-                    buf._owner = self  # type: ignore[attr-defined]  # the session outlives the view
-                    a = np.frombuffer(buf, dt).reshape(shape)
-                a.flags.writeable = False
-                result.append(a)
+            result = [self._out_array(i, True) for i in idx]
         return result
 
     def close(self) -> None:
