@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _lib
-from ._lib import MAX_RANK, Tensor, ValueInfo, lib
+from ._lib import MAX_RANK, Tensor, ValueInfo, lib, run_raw
 from ._types import FROM_NUMPY, TO_NUMPY, type_string
 
 _from_buffer, _addressof = ctypes.c_char.from_buffer, ctypes.addressof
@@ -50,6 +50,7 @@ class BraidError(RuntimeError):
         self.status = _STATUS[code] if 0 <= code < len(_STATUS) else "UNKNOWN"
 
 
+_c_char = ctypes.c_char
 _STRING = 8  # BRAID_DTYPE_STRING: an element is a const char * (UTF-8, NUL-terminated)
 
 
@@ -290,8 +291,9 @@ class InferenceSession:
         self._out_names = [a.name for a in self._outputs]
         self._out_index = {n: i for i, n in enumerate(self._out_names)}
         self._in = (Tensor * max(n_in, 1))()
+        self._in_last: List[Any] = [None] * n_in  # per input: (dtype, shape) its braid_tensor holds now
         self._out = (Tensor * max(n_out, 1))()
-        self._run_c = lib.braid_session_run
+        self._run_c = run_raw  # (no argtypes: see _lib.py)
         self._all_outputs = (list(range(n_out)), n_out)
 
     def _create(self, providers: List[Tuple[str, Dict[str, Any]]]) -> None:
@@ -407,10 +409,21 @@ class InferenceSession:
                                 f"{', '.join(missing)}")
         keep = []
         ins = self._in
+        last = self._in_last
         for i, name in enumerate(names):
             a = input_feed[name]
             if type(a) is not np.ndarray or not a.flags.c_contiguous:
                 a = np.asarray(a, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
+            seen = last[i]
+            if seen is not None and seen[0] is a.dtype and seen[1] == a.shape:
+                # the same dtype and shape as the last run: only the address changes
+                try:
+                    ins[i].data = _addressof(_from_buffer(a))
+                except (TypeError, ValueError, BufferError):
+                    ins[i].data = a.ctypes.data
+                keep.append(a)
+                continue
+            last[i] = None
             code = FROM_NUMPY.get(a.dtype)
             if code is None and a.dtype.kind in "USO" and self._inputs[i].type == "tensor(string)":
                 a, ptrs = _strings_in(name, a)
@@ -436,32 +449,39 @@ class InferenceSession:
             except (TypeError, ValueError, BufferError):  # read-only, or a dtype numpy cannot export
                 t.data = a.ctypes.data
             keep.append(a)
+            if code not in _SIGNED_SUBBYTE:  # (those were converted: their dtype is not the caller's)
+                last[i] = (a.dtype, a.shape)
         return keep
 
     def _out_array(self, i: int, view: bool) -> np.ndarray:
         """Output i of the last run: a new array, or (view) a read-only view of
         the session's buffer; string outputs are always a new object array."""
         t = self._out[i]
-        if t.dtype == _STRING:
+        code = t.dtype
+        if code == _STRING:
             return _strings_out(t)
-        dt = TO_NUMPY.get(t.dtype)
+        dt = TO_NUMPY.get(code)
         if dt is None:
             raise BraidError(7, f"output '{self._out_names[i]}': braid dtype "
-                                f"{type_string(t.dtype)} has no numpy equivalent")
-        shape = tuple(t.dims[:t.rank])
+                                f"{type_string(code)} has no numpy equivalent")
+        r = t.rank
+        shape = tuple(t.dims[:r]) if r else ()
         nbytes = dt.itemsize
         for d in shape:
             nbytes *= d
-        if nbytes == 0 or not t.data:
+        p = t.data
+        if nbytes == 0 or not p:
             a = np.empty(shape, dt)
-        elif not view:
-            return np.frombuffer((ctypes.c_char * nbytes).from_address(t.data), dt).reshape(shape).copy()
-        else:
-            buf = (ctypes.c_char * nbytes).from_address(t.data)
-            buf._owner = self  # type: ignore[attr-defined]  # the session outlives the view
-            a = np.frombuffer(buf, dt).reshape(shape)
-        if view:
-            a.flags.writeable = False
+            if view:
+                a.flags.writeable = False
+            return a
+        buf = (_c_char * nbytes).from_address(p)
+        if not view:
+            a = np.frombuffer(buf, dt).copy()
+            return a if r == 1 else a.reshape(shape)
+        buf._owner = self  # type: ignore[attr-defined]  # the session outlives the view
+        a = np.frombuffer(buf, dt).reshape(shape)
+        a.flags.writeable = False
         return a
 
     def run(self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, Any],
