@@ -215,6 +215,13 @@ static braid_status scalar_of(const bd_tensor *t, int dtype, const char *what, b
     return BRAID_OK;
 }
 
+/* A status a branch gives when the inputs of this run do not suit it (the
+ * shapes or dtypes it sees, a limit), rather than a failure of braid. */
+static int branch_refusal(braid_status s)
+{
+    return s == BRAID_ERR_SHAPE || s == BRAID_ERR_DTYPE || s == BRAID_ERR_INVALID_ARGUMENT || s == BRAID_ERR_LIMIT;
+}
+
 static braid_status infer_if(const bd_node *n, const bd_control_params *p, const bd_tensor *in, bd_tensor *out,
                              bd_err *e)
 {
@@ -227,8 +234,25 @@ static braid_status infer_if(const bd_node *n, const bd_control_params *p, const
         BD_TRY(infer_body(n, p->branch[b], b ? "else_branch" : "then_branch", NULL, in, out, e));
         goto fail;
     }
-    BD_TRY(infer_body(n, p->branch[0], "then_branch", NULL, in, out, e));
-    BD_TRY(infer_body(n, p->branch[1], "else_branch", NULL, in, o2, e));
+    /* Not known yet: both branches, whose shapes are joined. A branch that
+     * cannot be planned for these inputs (a shape or dtype it refuses, as
+     * silero VAD's 8 kHz branch does at 16 kHz) does not fail the node: the
+     * other one gives the shapes, and should the bad branch be taken, its
+     * nested plan fails then, with this same message (onnxruntime too fails
+     * only on the branch it runs). */
+    bd_err e1 = {0}, e2 = {0};
+    braid_status s1 = infer_body(n, p->branch[0], "then_branch", NULL, in, out, &e1);
+    braid_status s2 = infer_body(n, p->branch[1], "else_branch", NULL, in, o2, &e2);
+    if (s1 || s2) {
+        int input_bound1 = branch_refusal(s1), input_bound2 = branch_refusal(s2);
+        if ((s1 && !input_bound1) || (s2 && !input_bound2) || (s1 && s2)) { /* report the first failure */
+            *e = s1 ? e1 : e2;
+            st = s1 ? s1 : s2;
+            goto fail;
+        }
+        if (s1) memcpy(out, o2, (size_t)n->n_out * sizeof *out); /* the else branch's shapes */
+        goto fail;                                                 /* (st is OK) */
+    }
     for (int o = 0; o < n->n_out; o++) {
         if (out[o].dtype != o2[o].dtype) {
             st = BD_FAIL(e, BRAID_ERR_DTYPE, "output %d is %s in then_branch but %s in else_branch", o,

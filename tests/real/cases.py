@@ -326,8 +326,6 @@ def _layout(ctx):
 # them as skipped with this text (so the suite stays green while the bug is
 # named), and they start to count again once removed from here.
 KNOWN_WRONG = {
-    "silero_vad.onnx": "the plan of the 16 kHz branch gives its LSTM a rank-5 X (nested If branches "
-                       "that Squeeze/Unsqueeze on the input's rank decide wrongly); onnxruntime runs it",
 }
 
 MODELS = {
@@ -345,7 +343,8 @@ MODELS = {
         Case("uniform random 6x48x192", _random((6, 3, 48, 192)), PROB_TOL,
              {"save_infer_model/scale_0.tmp_1": (-1, TIE)}),
     ],
-    # Silero VAD 6.2 (If, LSTM and Size inside the branches): see KNOWN_WRONG. output: a speech
+    # Silero VAD 6.2 (If, LSTM and Size inside the branches; the branch for the
+    # other sample rate cannot be planned for these inputs and must not fail the If). output: a speech
     # probability thresholded at 0.5; stateN: LSTM h and c, |values| up to ~2.
     # Noise floor 1.3e-5 on stateN (onnxruntime without and with optimizations).
     "silero_vad.onnx": [

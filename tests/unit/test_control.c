@@ -183,6 +183,47 @@ static void test_if_runtime(void)
     mb_free(&b);
 }
 
+/* A branch these inputs do not suit (else reshapes x [3] to [2, 2]) does not
+ * fail the If while its condition is unknown: the then branch gives the
+ * shapes, and the error comes only in a run that takes the else branch,
+ * (silero VAD has one branch per sample rate). */
+static void test_if_unsuited_branch(void)
+{
+    mb b = {0};
+    mb_model mm;
+    braid_model *m = NULL;
+    Onnx__GraphProto *g = mb_graph(&b, "main"), *th = mb_graph(&b, "then"), *el = mb_graph(&b, "else");
+    mb_input(&b, g, "c", BRAID_DTYPE_BOOL, 0, NULL);
+    mb_input(&b, g, "x", BRAID_DTYPE_FLOAT, 1, D3);
+    mb_node(&b, th, "Identity", "x", "ty", NULL);
+    mb_output(&b, th, "ty", BRAID_DTYPE_FLOAT, -1, NULL);
+    mb_const_i(&b, el, "shape", 1, D2, (int64_t[]){2, 2}, 2);
+    mb_node(&b, el, "Reshape", "x,shape", "ey", NULL);
+    mb_output(&b, el, "ey", BRAID_DTYPE_FLOAT, -1, NULL);
+    Onnx__NodeProto *n = mb_node(&b, g, "If", "c", "y", "if");
+    mb_attr_g(&b, n, "then_branch", th);
+    mb_attr_g(&b, n, "else_branch", el);
+    mb_output(&b, g, "y", BRAID_DTYPE_FLOAT, -1, NULL);
+    mb_model_init(&b, &mm, g, 17);
+    LOAD_OK(&b, &mm, &m);
+    float x[] = {1, 2, 3};
+    unsigned char t = 1, f = 0;
+    braid_tensor in[2] = {{BRAID_DTYPE_BOOL, 0, {0}, &t}, {BRAID_DTYPE_FLOAT, 1, {3}, x}};
+    for (size_t k = 0; k < sizeof STREAMS / sizeof *STREAMS; k++) {
+        in[0].data = &t;
+        result r = run_model(m, STREAMS[k], 0, 2, in);
+        check_f(&r, 0, 1, D3, x, __LINE__);
+        result_free(&r);
+        in[0].data = &f;
+        r = run_model(m, STREAMS[k], 0, 2, in);
+        CHECK_EQ_INT(r.st, BRAID_ERR_SHAPE);
+        CHECK_CONTAINS(r.msg, "else_branch");
+        result_free(&r);
+    }
+    braid_model_destroy(m);
+    mb_free(&b);
+}
+
 /* Branches of different shapes: then y = x [3], else y = Concat(x, x) [6];
  * z = Neg(y) waits for the second stage, planned for the shape the If gave. */
 static void test_if_union(void)
@@ -771,6 +812,7 @@ int main(void)
 {
     test_if_runtime();
     test_if_union();
+    test_if_unsuited_branch();
     test_if_const_and_nested();
     test_if_inline_concurrent();
     test_if_errors();
