@@ -11,6 +11,7 @@
 
 #include <cblas.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* A window: an image (channels x img[0] x img[1] x img[2]) seen from a grid
@@ -389,12 +390,14 @@ static int pg_cap = 2; /* bd_cpu_conv_cap */
 /* 0: no kernel (use im2col + SGEMM), 1: AVX2+FMA, 2: AVX-512F. */
 static int pg_level(void)
 {
-    static int lvl = -1;
-    if (lvl < 0) {
+    static _Atomic int lvl = -1; /* streams' threads may ask at once: the same answer, stored atomically */
+    int l = atomic_load_explicit(&lvl, memory_order_relaxed);
+    if (l < 0) {
         __builtin_cpu_init();
-        lvl = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        atomic_store_explicit(&lvl, l, memory_order_relaxed);
     }
-    return BD_MIN(lvl, pg_cap);
+    return BD_MIN(l, pg_cap);
 }
 
 /* c (PG_MR rows, ldc apart; 32 columns) (+)= the weights w (PG_MR rows, ldw

@@ -20,7 +20,8 @@
  * Within one build every element of a loop is computed by the same
  * statements, so results do not depend on the thread count; the two clones
  * may differ in the last bit where the v3 one fuses a multiply-add. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__) /* their ifunc resolvers run before the sanitizer runtime is up */
 #define BD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define BD_CLONES

@@ -325,7 +325,7 @@ static int std_acts(const rnn_run *u)
  * their gates, state and Y row. Built twice on x86-64 with GCC, for AVX2+FMA
  * and for the baseline, and picked when the program loads (the
  * transcendental gates are most of a small step's time). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
 static void gates_range(const rnn_run *u, int phase, int64_t b0, int64_t b1)
