@@ -19,16 +19,8 @@ import onnx
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-
-
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import cpu_name  # noqa: E402  (the machine line, as bench.py prints it)
 
 
 def main():

@@ -502,15 +502,7 @@ class InferenceSession:
             BraidError: a missing or unknown name, a dtype or shape that does
                 not fit, or a failure while running; the session stays usable.
         """
-        idx, n = self._select(output_names)
-        with self._lock:
-            keep = self._feed(input_feed)
-            s = self._live()
-            st = self._run_c(s, len(keep), self._in, n, self._out)
-            if st:
-                _check(st, s)
-            result = [self._out_array(i, False) for i in idx]
-        return result
+        return self._run(output_names, input_feed, False)
 
     def run_views(self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, Any]) -> List[np.ndarray]:
         """Like run(), without copying the outputs: the arrays returned are
@@ -518,6 +510,10 @@ class InferenceSession:
         run on this session (which overwrites them) or until it is closed.
         For one thread that consumes each result before the next run; copy
         (np.array(v)) what must outlive it."""
+        return self._run(output_names, input_feed, True)
+
+    def _run(self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, Any],
+             views: bool) -> List[np.ndarray]:
         idx, n = self._select(output_names)
         with self._lock:
             keep = self._feed(input_feed)
@@ -525,8 +521,7 @@ class InferenceSession:
             st = self._run_c(s, len(keep), self._in, n, self._out)
             if st:
                 _check(st, s)
-            result = [self._out_array(i, True) for i in idx]
-        return result
+            return [self._out_array(i, views) for i in idx]
 
     def close(self) -> None:
         """Ends the session now (writes the profile if one was asked for).
