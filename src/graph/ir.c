@@ -142,7 +142,7 @@ braid_status bd_graph_toposort(bd_graph *g, bd_err *e)
         goto fail;
     }
     for (int i = 0; i < n; i++) sorted[i] = g->nodes[order[i]];
-    memcpy(g->nodes, sorted, (size_t)n * sizeof *sorted);
+    if (n > 0) memcpy(g->nodes, sorted, (size_t)n * sizeof *sorted); /* a subgraph may have no nodes */
     for (int v = 0; v < g->n_values; v++) g->values[v].producer = -1;
     for (int i = 0; i < n; i++)
         for (int o = 0; o < g->nodes[i].n_out; o++)
