@@ -22,6 +22,7 @@
 
 #include "ops/gemm.h"
 #include "ops/qgemm.h"
+#include "convwin.h"
 
 #define EXACT 16777216.0 /* 2^24: floats hold every integer up to here */
 #define MIN_ROWS_WORK (1 << 15)
@@ -347,62 +348,6 @@ fail:
 
 /* ---- ConvInteger, QLinearConv ------------------------------------------------------------------- */
 
-/* A window: an image (channels x img[0] x img[1] x img[2]) seen from a grid
- * of kernel positions; image index = grid index * s - pb + tap * d. */
-typedef struct win3 {
-    int64_t img[3], grid[3], k[3], s[3], d[3], pb[3];
-    int64_t img_size, grid_size, taps;
-} win3;
-
-static void win_make(const bd_conv_geom *g, win3 *w)
-{
-    int off = 3 - g->nsp;
-    for (int i = 0; i < 3; i++) {
-        int j = i - off, unit = j < 0;
-        w->img[i] = unit ? 1 : g->x[j];
-        w->grid[i] = unit ? 1 : g->y[j];
-        w->k[i] = unit ? 1 : g->k[j];
-        w->s[i] = unit ? 1 : g->s[j];
-        w->d[i] = unit ? 1 : g->d[j];
-        w->pb[i] = unit ? 0 : g->pb[j];
-    }
-    w->img_size = w->img[0] * w->img[1] * w->img[2];
-    w->grid_size = w->grid[0] * w->grid[1] * w->grid[2];
-    w->taps = w->k[0] * w->k[1] * w->k[2];
-}
-
-/* [lo, hi): the grid positions j in [0, n) whose image index j*s + off is in [0, len). */
-static void valid_range(int64_t n, int64_t s, int64_t off, int64_t len, int64_t *lo, int64_t *hi)
-{
-    int64_t a = off < 0 ? (-off + s - 1) / s : 0;
-    int64_t b = len - off > 0 ? (len - off + s - 1) / s : 0;
-    a = BD_MIN(a, n);
-    b = BD_MIN(b, n);
-    *lo = a;
-    *hi = BD_MAX(a, b);
-}
-
-/* body runs once per (channel c, tap t, grid row) whose image row exists
- * (ok), with off_w, wlo, whi the valid part of the row. */
-#define WIN_FOREACH(w, channels, ...)                                                              \
-    for (int64_t c = 0; c < (channels); c++)                                                       \
-        for (int64_t kd = 0, t = 0; kd < (w)->k[0]; kd++)                                          \
-            for (int64_t kh = 0; kh < (w)->k[1]; kh++)                                             \
-                for (int64_t kw = 0; kw < (w)->k[2]; kw++, t++) {                                  \
-                    int64_t off_w = kw * (w)->d[2] - (w)->pb[2], wlo, whi;                         \
-                    valid_range((w)->grid[2], (w)->s[2], off_w, (w)->img[2], &wlo, &whi);          \
-                    for (int64_t gd = 0; gd < (w)->grid[0]; gd++) {                                \
-                        int64_t id = gd * (w)->s[0] - (w)->pb[0] + kd * (w)->d[0];                 \
-                        int row_d = id >= 0 && id < (w)->img[0];                                   \
-                        for (int64_t gh = 0; gh < (w)->grid[1]; gh++) {                            \
-                            int64_t ih = gh * (w)->s[1] - (w)->pb[1] + kh * (w)->d[1];             \
-                            int64_t grow = (gd * (w)->grid[1] + gh) * (w)->grid[2];                \
-                            int ok = row_d && ih >= 0 && ih < (w)->img[1];                         \
-                            int64_t irow = ((c * (w)->img[0] + id) * (w)->img[1] + ih) * (w)->img[2]; \
-                            __VA_ARGS__                                                            \
-                        }                                                                          \
-                    }                                                                              \
-                }
 
 /* col (channels*taps x grid) = the patches of img - zp; padding reads as zp (0 after the subtraction). */
 #define IM2COL(T)                                                                                  \
@@ -499,7 +444,7 @@ static braid_status conv(const bd_kernel *k, const bd_qgemm_io *io)
     cn.op = BD_OP_Conv;
     BD_TRY(bd_conv_geometry(&cn, &xf, &wff, NULL, &g, k->err));
     win3 w;
-    win_make(&g, &w);
+    win_make(&g, 0, &w);
     int64_t cg = g.c_in / g.group, mg = g.c_out / g.group, kk = cg * w.taps, p = w.grid_size, m = g.c_out;
     wf = bd_malloc((size_t)(m * kk + 1) * sizeof *wf);
     zw = bd_malloc((size_t)(m + 1) * sizeof *zw);
