@@ -129,7 +129,9 @@ static braid_status infer_reshape(const bd_node *n, const bd_tensor *in, bd_tens
                            (long long)d);
         }
         out->dims[i] = d;
-        known *= d;
+        if (__builtin_mul_overflow(known, d, &known))
+            return BD_FAIL(e, BRAID_ERR_LIMIT, "shape [%s] has more elements than an int64 can count",
+                           want);
     }
     if (neg >= 0) {
         if (p->allowzero && known == 0)
