@@ -235,21 +235,30 @@ def test_threads_share_one_session(add_path):
 
 def test_gil_released_during_run(tmp_path):
     """A long run lets another Python thread go on: the GIL is released."""
-    n = 1024
-    m = make([helper.make_node("MatMul", ["x", "w"], ["y"])] +
-             [helper.make_node("MatMul", [f"y{'' if i == 0 else i}", "w"], [f"y{i + 1}"]) for i in range(0)],
-             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, n]),
-              helper.make_tensor_value_info("w", TensorProto.FLOAT, [n, n])],
-             [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, n])])
-    o = braid.SessionOptions()
-    o.intra_op_num_threads = 1
-    s = braid.InferenceSession(m.SerializeToString(), o)
-    x = np.random.default_rng(0).random((n, n), np.float32)
-    s.run(None, {"x": x, "w": x})
-    t0 = time.perf_counter()
-    for _ in range(3):
+    n = 512
+
+    def session(k):  # a chain of k n x n MatMuls, on one thread
+        nodes = [helper.make_node("MatMul", ["x" if i == 0 else f"y{i}", "w"], ["y" if i == k - 1 else f"y{i + 1}"])
+                 for i in range(k)]
+        m = make(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, n]),
+                         helper.make_tensor_value_info("w", TensorProto.FLOAT, [n, n])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, n])])
+        o = braid.SessionOptions()
+        o.intra_op_num_threads = 1
+        return braid.InferenceSession(m.SerializeToString(), o)
+
+    x = np.random.default_rng(0).random((n, n), np.float32) * (1.0 / n)
+    k = 1
+    for _ in range(12):  # as many MatMuls as make a run of 60 ms or more, whatever this CPU's speed
+        s = session(k)
         s.run(None, {"x": x, "w": x})
-    one = (time.perf_counter() - t0) / 3
+        t0 = time.perf_counter()
+        for _ in range(3):
+            s.run(None, {"x": x, "w": x})
+        one = (time.perf_counter() - t0) / 3
+        if one >= 0.06:
+            break
+        k = min(4096, max(2 * k, int(k * 0.08 / max(one, 1e-4)) + 1))
     stamps = []
     stop = threading.Event()
 
@@ -267,7 +276,7 @@ def test_gil_released_during_run(tmp_path):
     finally:
         stop.set()
         t.join()
-    assert one > 0.02, f"a run takes {one * 1e3:.2f} ms: too short to tell"
+    assert one >= 0.06, f"a run takes {one * 1e3:.2f} ms even with {k} MatMuls: too short to tell"
     # the middle half of the run, well inside braid's C call
     inside = [u for u in stamps if t1 + 0.25 * one < u < t1 + 0.75 * one]
     assert len(inside) >= 3, f"the other thread woke {len(inside)} times in the middle of a {one * 1e3:.1f} ms run"
