@@ -64,7 +64,19 @@ typedef enum braid_status {
  * (data is an array of numel pointers). For inputs the caller owns the
  * strings and keeps them alive during the run; an output's strings are owned
  * by the session, immutable, and valid until the next run or the session's
- * destruction, like its data. Strings with embedded NULs are cut at the NUL. */
+ * destruction, like its data. Strings with embedded NULs are cut at the NUL.
+ *
+ * Sequences and optionals (ONNX's sequence and optional types) are flags on
+ * the element's dtype: a sequence of float32 tensors is
+ * BRAID_DTYPE_SEQUENCE | BRAID_DTYPE_FLOAT, an optional of such a sequence
+ * BRAID_DTYPE_OPTIONAL | BRAID_DTYPE_SEQUENCE | BRAID_DTYPE_FLOAT. A
+ * sequence value is a braid_tensor with that dtype, rank 1, dims[0] = its
+ * length and data pointing at that many braid_tensor, its elements (each a
+ * tensor of the element dtype, shapes free). An optional value is the value
+ * it holds, or, when empty, dtype UNDEFINED with data NULL. Inputs: the
+ * caller owns the element array and the data, alive during the run. Outputs:
+ * the session owns them, valid until the next run, like tensor outputs;
+ * braid_session_run_into refuses sequence outputs. */
 typedef enum braid_dtype {
     BRAID_DTYPE_UNDEFINED = 0,
     BRAID_DTYPE_FLOAT = 1,
@@ -94,7 +106,9 @@ typedef enum braid_dtype {
     BRAID_DTYPE_UINT2 = 25,
     BRAID_DTYPE_INT2 = 26,
     BRAID_DTYPE_FLOAT6E2M3 = 27,
-    BRAID_DTYPE_FLOAT6E3M2 = 28
+    BRAID_DTYPE_FLOAT6E3M2 = 28,
+    BRAID_DTYPE_SEQUENCE = 0x100, /* flag: a sequence of tensors of the dtype in the low bits */
+    BRAID_DTYPE_OPTIONAL = 0x200  /* flag: an optional of the tensor or sequence type in the other bits */
 } braid_dtype;
 
 typedef enum braid_backend {

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stddef.h>
+
+#include "util/seqval.h"
 #include "util/strpool.h"
 #include "backend/backend.h"
 #include "backend/notes.h"
@@ -43,7 +46,8 @@ struct braid_session {
     char err[1100];
     char backend_note[600];         /* why AUTO chose the CPU */
     bd_notes notes;                 /* what the backend did instead of what was asked */
-    bd_strpool out_strings;         /* the strings of the last run's STRING outputs (braid.h) */
+    bd_strpool out_strings;         /* the strings of the last run's STRING outputs, and its sequences (braid.h) */
+    bd_strpool in_boxes;            /* the last run's sequence and optional inputs as braid holds them */
 };
 
 static _Thread_local char tls_err[1100];
@@ -140,8 +144,8 @@ static void fill_info(const bd_value *v, braid_value_info *out)
     memset(out, 0, sizeof *out);
     out->name = v->name;
     out->dtype = (braid_dtype)v->dtype;
-    out->rank = v->rank;
-    for (int d = 0; d < v->rank && d < BRAID_MAX_RANK; d++) {
+    out->rank = bd_dt_container(v->dtype) ? -1 : v->rank; /* a container's elements have shapes of their own */
+    for (int d = 0; d < out->rank && d < BRAID_MAX_RANK; d++) {
         out->dims[d] = v->dims[d];
         out->dim_names[d] = v->dim_param[d];
     }
@@ -323,6 +327,7 @@ braid_status braid_session_create(const braid_model *m, const braid_options *o, 
                             .read = runner_read, .host_mem = s->be == &bd_backend_cpu, .host_out = 1, .host_in = 1};
     pthread_mutex_init(&s->mu, NULL);
     bd_strpool_init(&s->out_strings);
+    bd_strpool_init(&s->in_boxes);
     *out = s;
     return BRAID_OK;
 }
@@ -509,6 +514,7 @@ void braid_session_destroy(braid_session *s)
     s->be->close(s->bstate);
     pthread_mutex_destroy(&s->mu);
     bd_strpool_destroy(&s->out_strings);
+    bd_strpool_destroy(&s->in_boxes);
     bd_notes_destroy(&s->notes);
     bd_free(s->profile_path);
     bd_free(s);
@@ -551,15 +557,94 @@ static braid_status get_plan(braid_session *s, const bd_tensor *in, bd_prepared 
     return BRAID_OK;
 }
 
+_Static_assert(sizeof(bd_tensor) == sizeof(braid_tensor) && offsetof(bd_tensor, data) == offsetof(braid_tensor, data),
+               "a sequence's elements are braid_tensor to the caller and bd_tensor inside");
+
+/* One tensor the caller gave (an input, or an element of a sequence input). */
+static braid_status check_tensor(const char *name, const char *what, const braid_tensor *t, bd_err *e)
+{
+    bd_tensor x = {.dtype = t->dtype, .rank = t->rank, .data = t->data};
+    if (t->rank < 0 || t->rank > BD_MAX_RANK)
+        return BD_FAIL(e, BRAID_ERR_SHAPE, "input '%s'%s has rank %d; braid supports 0 to %d", name, what, t->rank,
+                       BD_MAX_RANK);
+    memcpy(x.dims, t->dims, sizeof x.dims);
+    if (bd_dt_container(t->dtype) || !bd_dtype_size(t->dtype))
+        return BD_FAIL(e, BRAID_ERR_DTYPE, "input '%s'%s has dtype %s, not a tensor dtype", name, what,
+                       bd_dtype_name(t->dtype));
+    size_t nb;
+    braid_status st = bd_tensor_nbytes(&x, &nb, e);
+    if (st) { bd_err_prefix(e, "input '%s'%s: ", name, what); return st; }
+    if (!t->data && nb) return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "input '%s'%s has no data", name, what);
+    if (t->dtype == BRAID_DTYPE_STRING) /* every element must point at a string */
+        for (int64_t k = 0, n = bd_numel(&x); k < n; k++)
+            if (!((const char *const *)t->data)[k])
+                return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "string input '%s'%s has a NULL element at %lld", name, what,
+                               (long long)k);
+    return BRAID_OK;
+}
+
+/* A sequence or optional input (declared type dt) as braid holds it inside a
+ * plan: one pointer, in pool, to what it holds (util/common.h); the
+ * caller's elements and data are used where they are. */
+static braid_status take_container(const char *name, int dt, const braid_tensor *t, bd_strpool *pool, bd_tensor *in,
+                                   bd_err *e)
+{
+    void **slot = bd_strpool_alloc(pool, sizeof *slot);
+    if (!slot) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    memset(in, 0, sizeof *in);
+    in->dtype = dt;
+    in->rank = 0;
+    in->data = slot;
+    *slot = NULL;
+    if ((dt & BD_DT_OPT) && t->dtype == BRAID_DTYPE_UNDEFINED) return BRAID_OK; /* an empty optional */
+    int want = dt & ~BD_DT_OPT;
+    if ((int)t->dtype != want)
+        return BD_FAIL(e, BRAID_ERR_DTYPE, "input '%s' is %s but the model declares %s", name, bd_dtype_name(t->dtype),
+                       bd_dtype_name(dt));
+    if (!(want & BD_DT_SEQ)) { /* an optional holding a tensor */
+        BD_TRY_RET(check_tensor(name, "", t, e));
+        bd_tensor *x = bd_strpool_alloc(pool, sizeof *x);
+        if (!x) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+        memcpy(x, t, sizeof *x);
+        *slot = x;
+        return BRAID_OK;
+    }
+    if (t->rank != 1 || t->dims[0] < 0 || t->dims[0] > 1 << 24 || (t->dims[0] && !t->data))
+        return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "sequence input '%s' must have rank 1, dims[0] its length "
+                       "(up to 2^24) and data its elements", name);
+    bd_seq *q = bd_seq_new(pool, bd_dt_elem(want), (int)t->dims[0], e);
+    if (!q) return e->status;
+    const braid_tensor *items = t->data;
+    for (int i = 0; i < q->n; i++) {
+        char what[48];
+        snprintf(what, sizeof what, " (element %d)", i);
+        if ((int)items[i].dtype != q->elem)
+            return BD_FAIL(e, BRAID_ERR_DTYPE, "input '%s'%s is %s but the sequence holds %s", name, what,
+                           bd_dtype_name(items[i].dtype), bd_dtype_name(q->elem));
+        BD_TRY_RET(check_tensor(name, what, &items[i], e));
+        memcpy(&q->items[i], &items[i], sizeof q->items[i]);
+    }
+    *slot = q;
+    return BRAID_OK;
+}
+
 /* The caller's inputs as braid's tensors, each checked against the model's
- * declaration (count, rank, shape, dtype, data present). */
-static braid_status take_inputs(const bd_graph *g, int n_inputs, const braid_tensor *inputs, bd_tensor *in, bd_err *e)
+ * declaration (count, rank, shape, dtype, data present). Sequence and
+ * optional inputs are made into braid's form in pool. */
+static braid_status take_inputs(const bd_graph *g, int n_inputs, const braid_tensor *inputs, bd_tensor *in,
+                                bd_strpool *pool, bd_err *e)
 {
     if (n_inputs != g->n_inputs)
         return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "the model has %d inputs, %d were given", g->n_inputs, n_inputs);
     if (n_inputs > 64) return BD_FAIL(e, BRAID_ERR_LIMIT, "the model has %d inputs; braid accepts up to 64", n_inputs);
     for (int i = 0; i < n_inputs; i++) {
         const braid_tensor *t = &inputs[i];
+        const bd_value *v = &g->values[g->inputs[i]];
+        if (bd_dt_container(v->dtype) || (!v->dtype && bd_dt_container(t->dtype))) {
+            braid_status st = take_container(v->name, v->dtype ? v->dtype : (int)t->dtype, t, pool, &in[i], e);
+            if (st) return st;
+            continue;
+        }
         in[i].dtype = t->dtype;
         in[i].rank = t->rank;
         in[i].data = t->data;
@@ -569,15 +654,7 @@ static braid_status take_inputs(const bd_graph *g, int n_inputs, const braid_ten
         memcpy(in[i].dims, t->dims, sizeof in[i].dims);
         braid_status st = bd_check_input(g, i, &in[i], e);
         if (st) return st;
-        size_t nb;
-        if ((st = bd_tensor_nbytes(&in[i], &nb, e))) return st;
-        if (!t->data && nb)
-            return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "input '%s' has no data", g->values[g->inputs[i]].name);
-        if (t->dtype == BRAID_DTYPE_STRING) /* every element must point at a string */
-            for (int64_t k = 0, n = bd_numel(&in[i]); k < n; k++)
-                if (!((const char *const *)t->data)[k])
-                    return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "string input '%s' has a NULL element at %lld",
-                                   g->values[g->inputs[i]].name, (long long)k);
+        if ((st = check_tensor(v->name, "", t, e))) return st;
     }
     return BRAID_OK;
 }
@@ -585,7 +662,7 @@ static braid_status take_inputs(const bd_graph *g, int n_inputs, const braid_ten
 braid_status bd_session_plan_run(braid_session *s, const braid_tensor *inputs, const bd_prepared **out, bd_err *e)
 {
     bd_tensor in[64];
-    braid_status st = take_inputs(&s->m->g, s->m->g.n_inputs, inputs, in, e);
+    braid_status st = take_inputs(&s->m->g, s->m->g.n_inputs, inputs, in, &s->in_boxes, e);
     if (st) return st;
     bd_run_out *outs = bd_calloc((size_t)s->m->g.n_outputs + 1, sizeof *outs);
     if (!outs) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
@@ -602,7 +679,7 @@ braid_status bd_session_plan_run(braid_session *s, const braid_tensor *inputs, c
 braid_status bd_session_plan(braid_session *s, const braid_tensor *inputs, const bd_prepared **out, bd_err *e)
 {
     bd_tensor in[64];
-    braid_status st = take_inputs(&s->m->g, s->m->g.n_inputs, inputs, in, e);
+    braid_status st = take_inputs(&s->m->g, s->m->g.n_inputs, inputs, in, &s->in_boxes, e);
     if (st) return st;
     pthread_mutex_lock(&s->mu);
     bd_prepared *p = NULL;
@@ -644,15 +721,40 @@ static braid_status host_output(braid_session *s, int o, const bd_run_out *r, in
     return BRAID_OK;
 }
 
+/* Output o, a sequence or optional, as braid.h gives it: a copy, owned by
+ * the session until the next run, of what its pointer holds. */
+static braid_status give_container(braid_session *s, int o, const bd_run_out *r, braid_tensor *out, bd_err *e)
+{
+    void *slot = NULL;
+    BD_TRY_RET(host_output(s, o, r, 0, (const void **)&slot, e));
+    const void *obj = bd_box_get(slot);
+    memset(out, 0, sizeof *out);
+    if (!obj) return BRAID_OK; /* an empty optional: UNDEFINED, no data */
+    if (r->t.dtype & BD_DT_SEQ) {
+        bd_seq *q = NULL;
+        BD_TRY_RET(bd_seq_clone(&s->out_strings, obj, &q, e));
+        out->dtype = (braid_dtype)(r->t.dtype & ~BD_DT_OPT);
+        out->rank = 1;
+        out->dims[0] = q->n;
+        out->data = q->items;
+        return BRAID_OK;
+    }
+    bd_tensor x;
+    BD_TRY_RET(bd_tensor_clone(&s->out_strings, obj, &x, e));
+    memcpy(out, &x, sizeof *out);
+    return BRAID_OK;
+}
+
 static braid_status run_locked(braid_session *s, int n_inputs, const braid_tensor *inputs, int n_outputs,
                                braid_tensor *outputs, int into, bd_err *e)
 {
     const bd_graph *g = &s->m->g;
     bd_tensor in[64];
-    if (n_inputs != g->n_inputs || n_inputs > 64) return take_inputs(g, n_inputs, inputs, in, e);
+    if (n_inputs != g->n_inputs || n_inputs > 64) return take_inputs(g, n_inputs, inputs, in, &s->in_boxes, e);
     if (n_outputs < 0 || n_outputs > g->n_outputs || (n_outputs && !outputs))
         return BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "asked for %d outputs; the model has %d", n_outputs, g->n_outputs);
-    braid_status st = take_inputs(g, n_inputs, inputs, in, e);
+    bd_strpool_reset(&s->in_boxes);
+    braid_status st = take_inputs(g, n_inputs, inputs, in, &s->in_boxes, e);
     if (st) return st;
     bd_prepared *p = NULL, *last = NULL;
     bd_run_out *outs = bd_calloc((size_t)g->n_outputs + 1, sizeof *outs);
@@ -663,6 +765,15 @@ static braid_status run_locked(braid_session *s, int n_inputs, const braid_tenso
     for (int o = 0; o < n_outputs; o++) {
         const bd_tensor *t = &outs[o].t;
         const void *src = NULL;
+        if (bd_dt_container(t->dtype)) {
+            if (into) {
+                st = BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "output '%s' is a %s: braid_session_run returns it",
+                             g->values[g->outputs[o]].name, bd_dtype_name(t->dtype));
+                goto fail;
+            }
+            BD_TRY(give_container(s, o, &outs[o], &outputs[o], e));
+            continue;
+        }
         /* An input given back is copied: the caller may reuse its buffer. */
         int is_str = t->dtype == BRAID_DTYPE_STRING;
         BD_TRY(host_output(s, o, &outs[o], is_str || (g->values[g->outputs[o]].flags & BD_VAL_INPUT) ? 1 : 0, &src,

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import MAX_RANK, Tensor, ValueInfo, lib, run_raw
-from ._types import FROM_NUMPY, TO_NUMPY, type_string
+from ._types import FROM_NUMPY, OPTIONAL, SEQUENCE, TO_NUMPY, type_string
 
 _from_buffer, _addressof = ctypes.c_char.from_buffer, ctypes.addressof
 CPU = "CPUExecutionProvider"
@@ -412,6 +412,11 @@ class InferenceSession:
         last = self._in_last
         for i, name in enumerate(names):
             a = input_feed[name]
+            want = self._inputs[i]._dtype
+            if want & (SEQUENCE | OPTIONAL):  # a sequence (a list of arrays) or an optional (None when empty)
+                last[i] = None
+                keep.append(self._feed_container(name, ins[i], a, want))
+                continue
             if type(a) is not np.ndarray or not a.flags.c_contiguous:
                 a = np.asarray(a, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
             seen = last[i]
@@ -453,16 +458,74 @@ class InferenceSession:
                 last[i] = (a.dtype, a.shape)
         return keep
 
+    def _feed_container(self, name: str, t: Any, v: Any, want: int) -> Any:
+        """Fills braid_tensor t with sequence or optional input v (declared
+        type want); returns what must stay alive during the run."""
+        if want & OPTIONAL:
+            if v is None:  # empty
+                t.dtype, t.rank, t.data = 0, 0, None
+                return None
+            want &= ~OPTIONAL
+            if not want & SEQUENCE:
+                return self._feed_tensor(name, t, v, want)
+        if isinstance(v, np.ndarray) or not isinstance(v, (list, tuple)):
+            raise BraidError(7, f"input '{name}': a {type_string(want)} is given as a list of arrays, "
+                                f"not {type(v).__name__}")
+        items = (Tensor * max(len(v), 1))()
+        keep = [items]
+        for k, a in enumerate(v):
+            keep.append(self._feed_tensor(f"{name}[{k}]", items[k], a, want & 0xff))
+        t.dtype, t.rank, t.data = want, 1, ctypes.addressof(items)
+        t.dims[0] = len(v)
+        return keep
+
+    def _feed_tensor(self, name: str, t: Any, a: Any, want: int) -> Any:
+        """Fills braid_tensor t with array a (an element of a sequence or an
+        optional's tensor); returns what keeps its data alive."""
+        a = np.asarray(a, order="C")
+        code = FROM_NUMPY.get(a.dtype)
+        if code is None and a.dtype.kind in "USO" and want == _STRING:
+            a, ptrs = _strings_in(name, a)
+            code = _STRING
+        if code is None:
+            raise BraidError(7, f"input '{name}': numpy dtype {a.dtype} has no braid equivalent "
+                                f"(the model wants {type_string(want)})")
+        if code in _SIGNED_SUBBYTE:
+            a = _sign_extend(a, _SIGNED_SUBBYTE[code])
+        if a.ndim > MAX_RANK:
+            raise BraidError(11, f"input '{name}': rank {a.ndim} is over braid's {MAX_RANK}")
+        t.dtype, t.rank = code, a.ndim
+        t.dims[:a.ndim] = a.shape
+        if code == _STRING:
+            t.data = ctypes.addressof(ptrs)
+            return (a, ptrs)
+        t.data = a.ctypes.data
+        return a
+
+    def _out_value(self, i: int, view: bool) -> Any:
+        """Output i of the last run as Python holds it: an array, a list of
+        arrays (a sequence), or None (an empty optional)."""
+        t = self._out[i]
+        if t.dtype & SEQUENCE:
+            n = t.dims[0]
+            items = (Tensor * max(n, 1)).from_address(t.data) if n else []
+            return [self._array_of(items[k], f"{self._out_names[i]}[{k}]", False) for k in range(n)]
+        if t.dtype == 0 and self._outputs[i]._dtype & OPTIONAL:
+            return None
+        return self._out_array(i, view)
+
     def _out_array(self, i: int, view: bool) -> np.ndarray:
         """Output i of the last run: a new array, or (view) a read-only view of
         the session's buffer; string outputs are always a new object array."""
-        t = self._out[i]
+        return self._array_of(self._out[i], self._out_names[i], view)
+
+    def _array_of(self, t: Any, name: str, view: bool) -> np.ndarray:
         code = t.dtype
         if code == _STRING:
             return _strings_out(t)
         dt = TO_NUMPY.get(code)
         if dt is None:
-            raise BraidError(7, f"output '{self._out_names[i]}': braid dtype "
+            raise BraidError(7, f"output '{name}': braid dtype "
                                 f"{type_string(code)} has no numpy equivalent")
         r = t.rank
         shape = tuple(t.dims[:r]) if r else ()
@@ -521,7 +584,7 @@ class InferenceSession:
             st = self._run_c(s, len(keep), self._in, n, self._out)
             if st:
                 _check(st, s)
-            return [self._out_array(i, views) for i in idx]
+            return [self._out_value(i, views) for i in idx]
 
     def close(self) -> None:
         """Ends the session now (writes the profile if one was asked for).

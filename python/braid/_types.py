@@ -40,9 +40,19 @@ TO_NUMPY: Dict[int, np.dtype] = {k: np.dtype(v) for k, v in _NUMPY.items()}
 FROM_NUMPY: Dict[np.dtype, int] = {v: k for k, v in TO_NUMPY.items()}
 
 
+SEQUENCE = 0x100  # BRAID_DTYPE_SEQUENCE: a flag on the element dtype
+OPTIONAL = 0x200  # BRAID_DTYPE_OPTIONAL
+
+
 def type_string(dtype: int) -> str:
-    """onnxruntime's name for a braid dtype: "tensor(float)"."""
-    return f"tensor({TYPE_NAMES.get(dtype, 'undefined')})"
+    """onnxruntime's name for a braid dtype: "tensor(float)", "seq(tensor(float))",
+    "optional(tensor(float))", "optional(seq(tensor(float)))"."""
+    s = f"tensor({TYPE_NAMES.get(dtype & 0xff, 'undefined')})"
+    if dtype & SEQUENCE:
+        s = f"seq({s})"
+    if dtype & OPTIONAL:
+        s = f"optional({s})"
+    return s
 
 
 def numpy_dtype(dtype: int) -> Optional[np.dtype]:

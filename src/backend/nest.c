@@ -315,7 +315,7 @@ static braid_status run_loop(bd_nest *n, const bd_nest_call *c, bd_err *e)
             size_t bytes;
             const bd_tensor *t = &outs[1 + j].t;
             int slot = j + (int)(it & 1) * N;
-            if (t->dtype != cur[j].dtype) {
+            if (!bd_dt_alike(t->dtype, cur[j].dtype)) {
                 st = BD_FAIL(e, BRAID_ERR_DTYPE, "loop-carried value %d enters the body as %s and leaves it as %s",
                              j, bd_dtype_name(cur[j].dtype), bd_dtype_name(t->dtype));
                 goto fail;
@@ -444,7 +444,7 @@ static braid_status scan_one(bd_nest *n, const bd_nest_call *c, int64_t b, int64
             size_t bytes;
             const bd_tensor *y = &outs[j].t;
             int slot = j + (int)(t & 1) * N;
-            if (y->dtype != cur[j].dtype) {
+            if (!bd_dt_alike(y->dtype, cur[j].dtype)) {
                 st = BD_FAIL(e, BRAID_ERR_DTYPE, "state variable %d enters the body as %s and leaves it as %s", j,
                              bd_dtype_name(cur[j].dtype), bd_dtype_name(y->dtype));
                 goto fail;

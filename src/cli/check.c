@@ -31,11 +31,35 @@ static double elem(const braid_tensor *t, int64_t i)
     return bd_get_f64(&v, i);
 }
 
-/* Compares got with want: 0 when equal within tolerance. why gets the reason. */
+/* Compares got with want: 0 when equal within tolerance. why gets the reason.
+ * Sequences compare element by element; an empty optional is UNDEFINED. */
 static int compare(const braid_tensor *got, const braid_tensor *want, double rtol, double atol, double *max_err,
                    char *why, size_t n)
 {
     *max_err = 0;
+    if (got->dtype == BRAID_DTYPE_UNDEFINED || want->dtype == BRAID_DTYPE_UNDEFINED) {
+        if (got->dtype == want->dtype) return 0;
+        snprintf(why, n, "%s, expected %s", got->dtype ? braid_dtype_name(got->dtype) : "an empty optional",
+                 want->dtype ? braid_dtype_name(want->dtype) : "an empty optional");
+        return 1;
+    }
+    if ((got->dtype & BRAID_DTYPE_SEQUENCE) && got->dtype == want->dtype) {
+        if (got->dims[0] != want->dims[0]) {
+            snprintf(why, n, "a sequence of %lld tensors, expected %lld", (long long)got->dims[0], (long long)want->dims[0]);
+            return 1;
+        }
+        for (int64_t i = 0; i < got->dims[0]; i++) {
+            double err;
+            char sub[1000];
+            if (compare(&((const braid_tensor *)got->data)[i], &((const braid_tensor *)want->data)[i], rtol, atol, &err,
+                        sub, sizeof sub)) {
+                snprintf(why, n, "sequence element %lld: %s", (long long)i, sub);
+                return 1;
+            }
+            if (err > *max_err) *max_err = err;
+        }
+        return 0;
+    }
     if (got->dtype != want->dtype) {
         snprintf(why, n, "dtype %s, expected %s", braid_dtype_name(got->dtype), braid_dtype_name(want->dtype));
         return 1;
@@ -156,8 +180,10 @@ int cli_check(const cli_opts *o)
             goto done;
         }
         for (int i = 0; i < n_in; i++) {
+            braid_value_info vi;
+            braid_model_input_info(m, i, &vi);
             snprintf(path, sizeof path, "%s/%s/input_%d.pb", dir, sets[k], i);
-            if (cli_read_tensor(path, &ins[i], why, sizeof why)) { printf("FAIL %s: %s\n", dir, why); cli_free_tensors(ins, i); n_in = 0; goto done; }
+            if (cli_read_value(path, vi.dtype, &ins[i], why, sizeof why)) { printf("FAIL %s: %s\n", dir, why); cli_free_tensors(ins, i); n_in = 0; goto done; }
         }
         st = braid_session_run(s, n_in, ins, n_out, outs);
         cli_free_tensors(ins, n_in);
@@ -170,7 +196,7 @@ int cli_check(const cli_opts *o)
             braid_value_info vi;
             braid_model_output_info(m, i, &vi);
             snprintf(path, sizeof path, "%s/%s/output_%d.pb", dir, sets[k], i);
-            if (cli_read_tensor(path, &want[i], why, sizeof why)) { printf("FAIL %s: %s\n", dir, why); goto done; }
+            if (cli_read_value(path, vi.dtype, &want[i], why, sizeof why)) { printf("FAIL %s: %s\n", dir, why); goto done; }
             n_want = i + 1;
             double err;
             const bd_graph *g = bd_model_graph(m);

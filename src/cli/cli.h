@@ -41,6 +41,9 @@ braid_status cli_make_inputs(const cli_opts *o, const braid_model *m, braid_tens
 void cli_free_tensors(braid_tensor *t, int n);
 /* Reads a .npy or TensorProto .pb file. */
 braid_status cli_read_tensor(const char *path, braid_tensor *t, char *err, size_t n);
+/* Reads a value of declared dtype (braid.h): a tensor (.npy or .pb), or a
+ * sequence or optional from its SequenceProto / OptionalProto .pb file. */
+braid_status cli_read_value(const char *path, int dtype, braid_tensor *t, char *err, size_t n);
 void cli_print_summary(FILE *f, const char *name, const braid_tensor *t);
 /* What a session says about itself: its device and library versions (CUDA
  * only), its notes (every fallback it took), and how the plan of its last run

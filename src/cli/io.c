@@ -41,11 +41,20 @@ static void to_public(const bd_tensor *t, braid_tensor *out)
 
 braid_status cli_read_tensor(const char *path, braid_tensor *out, char *err, size_t n)
 {
+    return cli_read_value(path, BRAID_DTYPE_UNDEFINED, out, err, n);
+}
+
+braid_status cli_read_value(const char *path, int dtype, braid_tensor *out, char *err, size_t n)
+{
     bd_err e = {0};
     bd_tensor t = {0};
     size_t len = strlen(path);
-    braid_status st = len > 4 && !strcmp(path + len - 4, ".npy") ? bd_npy_read(path, &t, &e)
-                                                                 : bd_onnx_read_tensor_file(path, &t, NULL, &e);
+    int npy = len > 4 && !strcmp(path + len - 4, ".npy");
+    if (npy && bd_dt_container(dtype)) {
+        snprintf(err, n, "a %s is read from a SequenceProto or OptionalProto .pb file, not .npy", bd_dtype_name(dtype));
+        return BRAID_ERR_INVALID_ARGUMENT;
+    }
+    braid_status st = npy ? bd_npy_read(path, &t, &e) : bd_onnx_read_value_file(path, dtype, &t, &e);
     if (st) { snprintf(err, n, "%s", e.msg); return st; }
     to_public(&t, out);
     return BRAID_OK;
@@ -53,7 +62,12 @@ braid_status cli_read_tensor(const char *path, braid_tensor *out, char *err, siz
 
 void cli_free_tensors(braid_tensor *t, int n)
 {
-    for (int i = 0; i < n; i++) { bd_free(t[i].data); t[i].data = NULL; }
+    for (int i = 0; i < n; i++) {
+        bd_tensor x = {.dtype = t[i].dtype, .rank = t[i].rank, .data = t[i].data};
+        memcpy(x.dims, t[i].dims, sizeof x.dims);
+        bd_onnx_value_free(&x); /* a sequence's elements too */
+        t[i].data = NULL;
+    }
 }
 
 /* "NAME=VALUE" with NAME == name: returns VALUE. */
@@ -96,7 +110,7 @@ braid_status cli_make_inputs(const cli_opts *o, const braid_model *m, braid_tens
         const char *file = lookup(o->inputs, o->n_inputs, vi.name);
         if (file) {
             char e2[1024];
-            if (cli_read_tensor(file, &ins[i], e2, sizeof e2)) {
+            if (cli_read_value(file, vi.dtype, &ins[i], e2, sizeof e2)) {
                 snprintf(err, n, "input '%s': %s", vi.name, e2);
                 cli_free_tensors(ins, i);
                 return BRAID_ERR_IO;
@@ -104,6 +118,12 @@ braid_status cli_make_inputs(const cli_opts *o, const braid_model *m, braid_tens
             continue;
         }
         braid_tensor *t = &ins[i];
+        if (bd_dt_container(vi.dtype)) { /* not given: an empty sequence, an empty optional */
+            if (vi.dtype & BD_DT_OPT) continue;
+            t->dtype = vi.dtype;
+            t->rank = 1;
+            continue;
+        }
         t->dtype = vi.dtype;
         t->rank = vi.rank < 0 ? 0 : vi.rank;
         memcpy(t->dims, vi.dims, sizeof t->dims);
@@ -158,6 +178,16 @@ braid_status cli_make_inputs(const cli_opts *o, const braid_model *m, braid_tens
 
 void cli_print_summary(FILE *f, const char *name, const braid_tensor *t)
 {
+    if (t->dtype & BRAID_DTYPE_SEQUENCE) {
+        fprintf(f, "%s: %s of %lld tensors\n", name, bd_dtype_name(t->dtype), (long long)t->dims[0]);
+        for (int64_t i = 0; i < t->dims[0]; i++) {
+            char item[300];
+            snprintf(item, sizeof item, "  %s[%lld]", name, (long long)i);
+            cli_print_summary(f, item, &((const braid_tensor *)t->data)[i]);
+        }
+        return;
+    }
+    if (t->dtype == BRAID_DTYPE_UNDEFINED) { fprintf(f, "%s: empty optional\n", name); return; }
     bd_tensor bt = {.dtype = t->dtype, .rank = t->rank, .data = t->data};
     memcpy(bt.dims, t->dims, sizeof bt.dims);
     char shape[160];
@@ -229,11 +259,18 @@ int cli_run(const cli_opts *o)
             char path[4096], safe[256];
             snprintf(safe, sizeof safe, "%s", vi.name);
             for (char *c = safe; *c; c++) if (*c == '/' || *c == ':') *c = '_';
-            snprintf(path, sizeof path, "%s/%s.npy", o->output_dir, safe);
-            bd_tensor t = {.dtype = outs[i].dtype, .rank = outs[i].rank, .data = outs[i].data};
-            memcpy(t.dims, outs[i].dims, sizeof t.dims);
-            bd_err e = {0};
-            if (bd_npy_write(path, &t, &e)) { rc = cli_fail("%s", e.msg); goto done; }
+            /* a sequence: NAME_K.npy per element; an empty optional: no file */
+            int seq = (outs[i].dtype & BRAID_DTYPE_SEQUENCE) != 0;
+            int64_t cnt = seq ? outs[i].dims[0] : outs[i].dtype != BRAID_DTYPE_UNDEFINED;
+            for (int64_t k = 0; k < cnt; k++) {
+                const braid_tensor *x = seq ? &((const braid_tensor *)outs[i].data)[k] : &outs[i];
+                if (seq) snprintf(path, sizeof path, "%s/%s_%lld.npy", o->output_dir, safe, (long long)k);
+                else snprintf(path, sizeof path, "%s/%s.npy", o->output_dir, safe);
+                bd_tensor t = {.dtype = x->dtype, .rank = x->rank, .data = x->data};
+                memcpy(t.dims, x->dims, sizeof t.dims);
+                bd_err e = {0};
+                if (bd_npy_write(path, &t, &e)) { rc = cli_fail("%s", e.msg); goto done; }
+            }
         }
     }
     rc = CLI_OK;

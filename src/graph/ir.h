@@ -29,7 +29,8 @@ typedef enum bd_attr_type {
     BD_ATTR_GRAPH = 5,
     BD_ATTR_FLOATS = 6,
     BD_ATTR_INTS = 7,
-    BD_ATTR_STRINGS = 8
+    BD_ATTR_STRINGS = 8,
+    BD_ATTR_TYPE_PROTO = 13 /* kept as its dtype code (braid.h) in i */
 } bd_attr_type; /* AttributeProto.AttributeType numbers */
 
 typedef struct bd_attr {

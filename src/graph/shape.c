@@ -53,7 +53,7 @@ braid_status bd_check_input(const bd_graph *g, int i, const bd_tensor *t, bd_err
 {
     const bd_value *v = &g->values[g->inputs[i]];
     char a[160], b[160];
-    if (v->dtype && t->dtype != v->dtype)
+    if (v->dtype && t->dtype != v->dtype && !(g->is_sub && bd_dt_alike(t->dtype, v->dtype)))
         return BD_FAIL(e, BRAID_ERR_DTYPE, "input '%s' has dtype %s but the model declares %s", v->name,
                        bd_dtype_name(t->dtype), bd_dtype_name(v->dtype));
     if (t->rank < 0 || t->rank > BD_MAX_RANK)

@@ -68,15 +68,58 @@ static int value_of(bd_graph *g, name_map *m, const char *name)
 
 /* ---- pieces of the model ------------------------------------------------------ */
 
+/* The dtype code (braid.h) of a sequence or optional type: a container
+ * flag on the element's tensor dtype. Maps, sparse tensors, sequences of
+ * sequences and optionals inside sequences are not supported. 0: unknown
+ * element type. */
+static braid_status container_type(const Onnx__TypeProto *tp, const char *what, int *code, bd_err *e)
+{
+    int flags = 0;
+    for (int depth = 0; tp; depth++) {
+        switch (tp->value_case) {
+        case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
+            *code = tp->tensor_type->has_elem_type && tp->tensor_type->elem_type > 0 &&
+                            tp->tensor_type->elem_type < 0x100 ? flags | tp->tensor_type->elem_type : 0;
+            return BRAID_OK;
+        case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+            if (flags & BD_DT_SEQ) break;
+            flags |= BD_DT_SEQ;
+            tp = tp->sequence_type->elem_type;
+            continue;
+        case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+            if (flags) break;
+            flags |= BD_DT_OPT;
+            tp = tp->optional_type->elem_type;
+            continue;
+        case ONNX__TYPE_PROTO__VALUE__NOT_SET:
+            *code = 0;
+            return BRAID_OK;
+        default: break;
+        }
+        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "%s has a type braid does not support (maps, sparse tensors, "
+                       "sequences of sequences and optionals inside sequences are not supported)", what);
+    }
+    *code = 0;
+    return BRAID_OK;
+}
+
 static braid_status read_value_info(const Onnx__ValueInfoProto *vi, bd_value *v, bd_err *e)
 {
     const Onnx__TypeProto *tp = vi->type;
     /* no type, or a TypeProto with nothing set (PyTorch writes these for
      * values inside If branches): unknown, inferred like an untyped value */
     if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET) return BRAID_OK;
-    if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
-        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "value '%s' is not a tensor (sequences, maps and "
-                       "optionals are not supported)", v->name);
+    if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
+        char what[300];
+        int code = 0;
+        snprintf(what, sizeof what, "value '%s'", v->name);
+        BD_TRY_RET(container_type(tp, what, &code, e));
+        if (code) { /* a sequence or optional: one pointer inside a plan (common.h) */
+            v->dtype = code;
+            v->rank = 0;
+        }
+        return BRAID_OK;
+    }
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     if (tt->has_elem_type) v->dtype = tt->elem_type;
     if (!tt->shape) return BRAID_OK;
@@ -149,6 +192,14 @@ static braid_status read_attr(const Onnx__AttributeProto *ap, bd_attr *a, bd_err
         if (!a->t) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
         braid_status st = bd_onnx_tensor(ap->t, NULL, a->t, e);
         if (st) { bd_err_prefix(e, "attribute '%s': ", a->name); return st; }
+        break;
+    }
+    case BD_ATTR_TYPE_PROTO: { /* Optional's "type": its dtype code (braid.h) in i */
+        char what[300];
+        int code = 0;
+        snprintf(what, sizeof what, "attribute '%s'", a->name);
+        BD_TRY_RET(container_type(ap->tp, what, &code, e));
+        a->i = code;
         break;
     }
     default: break; /* graphs and sparse tensors: kept as a type only */

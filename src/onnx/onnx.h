@@ -16,4 +16,13 @@ braid_status bd_onnx_load(const void *bytes, size_t size, const char *base_dir, 
 braid_status bd_onnx_parse_tensor(const void *bytes, size_t size, bd_tensor *t, char **name, bd_err *e);
 braid_status bd_onnx_read_tensor_file(const char *path, bd_tensor *t, char **name, bd_err *e);
 
+/* A value of declared type dtype (braid.h) from its serialized proto: a
+ * TensorProto, a SequenceProto (t: dtype SEQUENCE|elem, rank 1, dims[0] the
+ * length, data a bd_malloc'ed array of tensors with their own data) or an
+ * OptionalProto (t: what it holds, or dtype UNDEFINED when empty). Free
+ * with bd_onnx_value_free. */
+braid_status bd_onnx_parse_value(const void *bytes, size_t size, int dtype, bd_tensor *t, bd_err *e);
+braid_status bd_onnx_read_value_file(const char *path, int dtype, bd_tensor *t, bd_err *e);
+void bd_onnx_value_free(bd_tensor *t);
+
 #endif

@@ -288,7 +288,7 @@ static braid_status infer_loop(const bd_node *n, const bd_control_params *p, con
     BD_TRY(scalar_of(&bout[0], BRAID_DTYPE_BOOL, "the body's condition output", e));
     int stable = 1;
     for (int j = 0; j < N; j++) {
-        if (bout[1 + j].dtype != in[2 + j].dtype) {
+        if (!bd_dt_alike(bout[1 + j].dtype, in[2 + j].dtype)) {
             st = BD_FAIL(e, BRAID_ERR_DTYPE, "loop-carried value %d enters the body as %s and leaves it as %s", j,
                          bd_dtype_name(in[2 + j].dtype), bd_dtype_name(bout[1 + j].dtype));
             goto fail;
@@ -375,7 +375,7 @@ static braid_status infer_scan(const bd_node *n, const bd_control_params *p, con
     BD_TRY(infer_body(n, body, "body", bin, in, bout, e));
     int stable = 1;
     for (int j = 0; j < N; j++) {
-        if (bout[j].dtype != bin[j].dtype) {
+        if (!bd_dt_alike(bout[j].dtype, bin[j].dtype)) {
             st = BD_FAIL(e, BRAID_ERR_DTYPE, "state variable %d enters the body as %s and leaves it as %s", j,
                          bd_dtype_name(bin[j].dtype), bd_dtype_name(bout[j].dtype));
             goto fail;

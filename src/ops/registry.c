@@ -85,7 +85,15 @@ braid_status bd_op_parse(bd_node *n, bd_err *e)
 
 braid_status bd_op_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
 {
-    return families[bd_op_table[n->op].family].infer(n, in, out, e);
+    /* Sequences and optionals go only where an op takes them: the sequence
+     * family, control flow (branch outputs, loop state) and Identity. */
+    bd_family f = bd_op_table[n->op].family;
+    if (f != BD_FAM_sequence && f != BD_FAM_control && n->op != BD_OP_Identity)
+        for (int i = 0; i < n->n_in; i++)
+            if (bd_dt_container(in[i].dtype)) /* omitted inputs are UNDEFINED */
+                return BD_FAIL(e, BRAID_ERR_DTYPE, "input %d is a %s; %s takes tensors", i, bd_dtype_name(in[i].dtype),
+                               n->op_type);
+    return families[f].infer(n, in, out, e);
 }
 
 double bd_op_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out)

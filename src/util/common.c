@@ -3,6 +3,7 @@
 #include "common.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +102,7 @@ char *bd_strdup(const char *s) { return s ? bd_strndup(s, strlen(s)) : NULL; }
 
 size_t bd_dtype_size(int dt)
 {
+    if (bd_dt_container(dt)) return bd_dtype_size(bd_dt_elem(dt)) ? sizeof(void *) : 0;
     switch (dt) {
     case BRAID_DTYPE_FLOAT: case BRAID_DTYPE_INT32: case BRAID_DTYPE_UINT32: return 4;
     case BRAID_DTYPE_UINT8: case BRAID_DTYPE_INT8: case BRAID_DTYPE_BOOL: return 1;
@@ -116,15 +118,34 @@ size_t bd_dtype_size(int dt)
     }
 }
 
+static const char *const dtype_names[] = {"undefined", "float32", "uint8", "int8", "uint16", "int16",
+                                          "int32", "int64", "string", "bool", "float16", "float64",
+                                          "uint32", "uint64", "complex64", "complex128", "bfloat16",
+                                          "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
+                                          "uint4", "int4", "float4e2m1", "float8e8m0", "uint2", "int2",
+                                          "float6e2m3", "float6e3m2"};
+enum { N_DTYPE_NAMES = (int)(sizeof dtype_names / sizeof *dtype_names) };
+/* container forms: "seq(float32)", "optional(float32)", "optional(seq(float32))" */
+static char container_names[3][N_DTYPE_NAMES][40];
+static pthread_once_t container_once = PTHREAD_ONCE_INIT;
+
+static void container_names_init(void)
+{
+    for (int e = 0; e < N_DTYPE_NAMES; e++) {
+        snprintf(container_names[0][e], sizeof container_names[0][e], "seq(%s)", dtype_names[e]);
+        snprintf(container_names[1][e], sizeof container_names[1][e], "optional(%s)", dtype_names[e]);
+        snprintf(container_names[2][e], sizeof container_names[2][e], "optional(seq(%s))", dtype_names[e]);
+    }
+}
+
 const char *bd_dtype_name(int dt)
 {
-    static const char *names[] = {"undefined", "float32", "uint8", "int8", "uint16", "int16",
-                                  "int32", "int64", "string", "bool", "float16", "float64",
-                                  "uint32", "uint64", "complex64", "complex128", "bfloat16",
-                                  "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
-                                  "uint4", "int4", "float4e2m1", "float8e8m0", "uint2", "int2",
-                                  "float6e2m3", "float6e3m2"};
-    return dt >= 0 && dt < (int)(sizeof names / sizeof *names) ? names[dt] : "unknown";
+    if (dt >= 0 && dt < N_DTYPE_NAMES) return dtype_names[dt];
+    int e = bd_dt_elem(dt), kind = dt & ~0xff;
+    int form = kind == BD_DT_SEQ ? 0 : kind == BD_DT_OPT ? 1 : kind == (BD_DT_OPT | BD_DT_SEQ) ? 2 : -1;
+    if (form < 0 || e <= 0 || e >= N_DTYPE_NAMES) return "unknown";
+    pthread_once(&container_once, container_names_init);
+    return container_names[form][e];
 }
 
 float bd_half_to_float(uint16_t h)

@@ -81,7 +81,29 @@ typedef struct bd_tensor {
     void *data;
 } bd_tensor;
 
-size_t bd_dtype_size(int dtype);   /* 0 for UNDEFINED and STRING */
+size_t bd_dtype_size(int dtype);   /* 0 for UNDEFINED; a pointer for STRING and containers */
+/* Sequence and optional values (braid.h's flags on the dtype). Inside a plan
+ * such a value is one pointer (rank 0, bd_dtype_size bytes), written by the
+ * node that makes it: a sequence's points at its bd_seq (never NULL), an
+ * optional's at the bd_tensor or bd_seq it holds, or is NULL when empty. The
+ * objects and their elements' data are immutable once made; kernels make
+ * them in the run's pool (util/strpool.h), so they live until the next run. */
+#define BD_DT_SEQ BRAID_DTYPE_SEQUENCE
+#define BD_DT_OPT BRAID_DTYPE_OPTIONAL
+static inline int bd_dt_container(int dt) { return (dt & (BD_DT_SEQ | BD_DT_OPT)) != 0; }
+/* The tensor dtype inside a container type (dt itself for a tensor). */
+static inline int bd_dt_elem(int dt) { return dt & 0xff; }
+/* Whether values of dtypes a and b are held alike: equal, or a sequence and
+ * an optional of it (both a pointer to a bd_seq; a NULL one empty). */
+static inline int bd_dt_alike(int a, int b)
+{
+    return a == b || ((a & BD_DT_SEQ) && (b & BD_DT_SEQ) && bd_dt_elem(a) == bd_dt_elem(b));
+}
+typedef struct bd_seq {
+    int elem;                   /* the elements' tensor dtype */
+    int n;
+    struct bd_tensor *items;    /* n tensors, data immutable */
+} bd_seq;
 float bd_half_to_float(uint16_t h); /* IEEE half (float16 bits) to float */
 const char *bd_dtype_name(int dtype);
 int64_t bd_numel(const bd_tensor *t); /* 1 for a scalar */

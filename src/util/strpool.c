@@ -1,6 +1,7 @@
 /* strpool.c: the string pool and string blocks of strpool.h. */
 #include "strpool.h"
 
+#include <stdint.h>
 #include <string.h>
 
 typedef struct bd_strchunk {
@@ -44,6 +45,18 @@ char *bd_strpool_dup(bd_strpool *p, const char *s, size_t len)
     p->head = c;
     pthread_mutex_unlock(&p->mu);
     return c->s;
+}
+
+void *bd_strpool_alloc(bd_strpool *p, size_t n)
+{
+    bd_strchunk *c = bd_malloc(sizeof *c + n + 64);
+    if (!c) return NULL;
+    pthread_mutex_lock(&p->mu);
+    c->next = p->head;
+    p->head = c;
+    pthread_mutex_unlock(&p->mu);
+    uintptr_t a = ((uintptr_t)c->s + 63) & ~(uintptr_t)63;
+    return (void *)a;
 }
 
 void *bd_string_block(const char *const *strs, const size_t *lens, size_t n)

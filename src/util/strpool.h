@@ -23,6 +23,10 @@ void bd_strpool_destroy(bd_strpool *p);
 /* A NUL-terminated copy of s[0..len) owned by p; NULL when out of memory. */
 char *bd_strpool_dup(bd_strpool *p, const char *s, size_t len);
 
+/* n bytes (64-byte aligned, uninitialized) owned by p; NULL when out of memory.
+ * Kernels make sequence and optional values here (common.h). */
+void *bd_strpool_alloc(bd_strpool *p, size_t n);
+
 /* One bd_malloc'ed block holding n string pointers followed by the bytes
  * they point at (so one bd_free frees the tensor): strs[i] of lens[i] bytes. */
 void *bd_string_block(const char *const *strs, const size_t *lens, size_t n);

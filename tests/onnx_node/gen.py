@@ -16,6 +16,35 @@ from onnx import numpy_helper
 from onnx.backend.test.case import node
 
 
+def to_proto(v, tp, name):
+    """A value as the proto its declared type calls for: TensorProto,
+    SequenceProto (a list of arrays) or OptionalProto (None when empty)."""
+    kind = tp.WhichOneof("value")
+    if kind == "tensor_type" or (kind is None and not isinstance(v, list)):
+        return v if isinstance(v, onnx.TensorProto) else numpy_helper.from_array(np.asarray(v), name)
+    if kind == "sequence_type":
+        if tp.sequence_type.elem_type.WhichOneof("value") != "tensor_type":
+            raise TypeError("a sequence of non-tensors")
+        return numpy_helper.from_list([np.asarray(x) for x in v], name)
+    if kind == "optional_type":
+        inner = tp.optional_type.elem_type
+        ik = inner.WhichOneof("value")
+        if ik not in ("tensor_type", "sequence_type"):
+            raise TypeError("an optional of a map")
+        o = onnx.OptionalProto()
+        o.name = name
+        if v is None:  # empty: the element type only
+            o.elem_type = onnx.OptionalProto.TENSOR if ik == "tensor_type" else onnx.OptionalProto.SEQUENCE
+        elif ik == "tensor_type":
+            o.elem_type = onnx.OptionalProto.TENSOR
+            o.tensor_value.CopyFrom(to_proto(v, inner, name))
+        else:
+            o.elem_type = onnx.OptionalProto.SEQUENCE
+            o.sequence_value.CopyFrom(to_proto(v, inner, name))
+        return o
+    raise TypeError(f"a {kind} value")
+
+
 def write_case(case, root):
     out = os.path.join(root, case.name)
     os.makedirs(out, exist_ok=True)
@@ -27,10 +56,7 @@ def write_case(case, root):
         for kind, values, decl in (("input", inputs, case.model.graph.input),
                                    ("output", outputs, case.model.graph.output)):
             for j, v in enumerate(values):
-                if not decl[j].type.HasField("tensor_type"):
-                    raise TypeError("not a tensor")
-                t = v if isinstance(v, onnx.TensorProto) else numpy_helper.from_array(
-                    np.asarray(v), decl[j].name)
+                t = to_proto(v, decl[j].type, decl[j].name)
                 with open(os.path.join(d, f"{kind}_{j}.pb"), "wb") as f:
                     f.write(t.SerializeToString())
     # Per-case tolerances, as onnx's own runner uses them.
@@ -55,10 +81,10 @@ def main():
             written += 1
         except (TypeError, ValueError):
             shutil.rmtree(os.path.join(root, case.name), ignore_errors=True)
-            skipped += 1  # sequences, maps, optionals: not tensors
+            skipped += 1  # maps and the like: neither tensors, sequences nor optionals
     with open(stamp, "w") as f:
         f.write(onnx.__version__)
-    print(f"gen.py: wrote {written} node tests ({skipped} with non-tensor values skipped) to {root}")
+    print(f"gen.py: wrote {written} node tests ({skipped} with values of other types skipped) to {root}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ endif()
 add_test(NAME package/api COMMAND ${BRAID_PYTHON} -m pytest -q -p no:cacheprovider -W ignore
          ${CMAKE_SOURCE_DIR}/tests/package/test_api.py)
 set_tests_properties(package/api PROPERTIES LABELS "python;api" TIMEOUT 300 ENVIRONMENT "${PKG_ENV}")
+add_test(NAME package/sequence COMMAND ${BRAID_PYTHON} -m pytest -q -p no:cacheprovider -W ignore
+         ${CMAKE_SOURCE_DIR}/tests/package/test_sequence.py)
+set_tests_properties(package/sequence PROPERTIES LABELS "python;api" TIMEOUT 300 ENVIRONMENT "${PKG_ENV}")
 add_test(NAME package/onnx_backend COMMAND ${BRAID_PYTHON} -m pytest -q -p no:cacheprovider -W ignore
          ${CMAKE_SOURCE_DIR}/tests/package/test_onnx_backend.py)
 set_tests_properties(package/onnx_backend PROPERTIES LABELS "python;node" TIMEOUT 1200

@@ -235,7 +235,7 @@ done:
     return NULL;
 }
 
-static braid_status cpu_run(void *state, bd_prepared *p, const bd_tensor *inputs, bd_err *e)
+braid_status bd_cpu_run_nested(void *state, bd_prepared *p, const bd_tensor *inputs, bd_err *e)
 {
     cpu_plan *cp = p->bstate;
     const bd_graph *g = p->g;
@@ -258,12 +258,13 @@ static braid_status cpu_run(void *state, bd_prepared *p, const bd_tensor *inputs
     return BRAID_OK;
 }
 
-/* A run of a session's own plan: at its first stage, the strings of the
- * last run's outputs go. */
+/* A run of a session's own plan: at its first stage, the strings and
+ * sequences of the last run's outputs go (never for nested plans: a loop's
+ * state made in one iteration is read in the next). */
 static braid_status cpu_run_top(void *state, bd_prepared *p, const bd_tensor *inputs, bd_err *e)
 {
     if (!p->prev) bd_strpool_reset(&((cpu_state *)state)->strings);
-    return cpu_run(state, p, inputs, e);
+    return bd_cpu_run_nested(state, p, inputs, e);
 }
 
 static int cpu_auto_streams(void *state)

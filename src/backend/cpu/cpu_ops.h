@@ -29,6 +29,11 @@ typedef struct bd_kernel {
 BD_FAMILIES(X)
 #undef X
 
+/* Runs a plan of the CPU backend (state: its session state) without the
+ * reset of the run's string and sequence pool that a top-level run starts
+ * with: control-flow nodes run their nested plans with it. */
+braid_status bd_cpu_run_nested(void *state, struct bd_prepared *p, const bd_tensor *inputs, bd_err *e);
+
 /* Dispatch through the family of k->node->op. */
 braid_status bd_cpu_run(const bd_kernel *k);
 

@@ -39,7 +39,7 @@ static braid_status cpu_prepare(void *ctx, bd_prepared *p, bd_err *e) { return b
 static void cpu_release(void *ctx, bd_prepared *p) { bd_backend_cpu.release(ctx, p); }
 static braid_status cpu_run(void *ctx, bd_prepared *p, const bd_tensor *in, bd_err *e)
 {
-    return bd_backend_cpu.run(ctx, p, in, e);
+    return bd_cpu_run_nested(ctx, p, in, e); /* the run's pool of strings and sequences lives on */
 }
 
 braid_status bd_cpu_control(const bd_kernel *k)
