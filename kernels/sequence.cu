@@ -1,5 +1,7 @@
-/* sequence.cu: CUDA kernels of the sequence op family: sequence and optional values.
- * (No op of the family is registered yet.) */
+/* sequence.cu: the sequence op family on CUDA: none. Sequence and optional
+ * values are objects in host memory (src/backend/cpu/ops/sequence.c), so
+ * these ops run on the CPU backend; a CUDA session refuses them by name and
+ * --backend auto picks the CPU for such models. */
 #include "common.cuh"
 
 extern "C" braid_status bd_cuda_sequence(const bd_cuda_kernel *k)

@@ -16,6 +16,7 @@
 #include "backend/backend.h"
 #include "backend/notes.h"
 #include "onnx/onnx.h"
+#include "ops/ops.h"
 #include "api_internal.h"
 
 #define PLAN_CACHE 8
@@ -283,6 +284,22 @@ static braid_status runner_read(void *ctx, void *dst, const void *src, size_t n,
     return BRAID_OK;
 }
 
+/* The first op of g (its subgraphs too) that runs on host values only
+ * (BD_OPF_HOST: strings, sequences, optionals), or NULL. */
+static const char *host_op(const bd_graph *g)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const bd_node *n = &g->nodes[i];
+        if (bd_op_table[n->op].flags & BD_OPF_HOST) return n->op_type;
+        for (int a = 0; a < n->n_attrs; a++)
+            if (n->attrs[a].type == BD_ATTR_GRAPH && n->attrs[a].g) {
+                const char *h = host_op(n->attrs[a].g);
+                if (h) return h;
+            }
+    }
+    return NULL;
+}
+
 braid_status braid_session_create(const braid_model *m, const braid_options *o, braid_session **out)
 {
     if (!out) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_session_create: out is NULL");
@@ -312,6 +329,13 @@ braid_status braid_session_create(const braid_model *m, const braid_options *o, 
         bd_free(s);
         return thread_fail(BRAID_ERR_NO_DEVICE, "the CUDA backend was asked for but %s%s",
                            cu ? "no CUDA device answers: " : "", why);
+    }
+    const char *host = have && o->backend == BRAID_BACKEND_AUTO ? host_op(&m->g) : NULL;
+    if (host) { /* AUTO: the CPU runs what works on host values */
+        have = 0;
+        snprintf(why, sizeof why, "the model's op %s works on string, sequence or optional values, which only the CPU "
+                 "backend holds", host);
+        cu = NULL;
     }
     if (have) { s->kind = BRAID_BACKEND_CUDA; s->be = cu->backend; }
     else if (o->backend == BRAID_BACKEND_AUTO) snprintf(s->backend_note, sizeof s->backend_note, "%s%s",

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "ops/control.h"
+#include "util/seqval.h"
 
 #define NEST_CACHE 16
 
@@ -570,6 +571,58 @@ fail:
     return st;
 }
 
+/* ---- SequenceMap ----------------------------------------------------------------- */
+
+/* The body once per element: element i of every sequence input (they must
+ * be as long as the first), the tensor inputs whole; output k of each run
+ * becomes element i of sequence output k (copied into the run's pool: the
+ * body's memory is reused by its next run). Host memory only. */
+static braid_status run_sequence_map(bd_nest *n, const bd_nest_call *c, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    const bd_node *nd = c->node;
+    int nf = bd_node_formal_in(nd);
+    if (!c->pool || !n->ops.runner.host_mem)
+        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "SequenceMap runs on the CPU backend only");
+    const bd_seq *first = bd_box_get(c->in[0].data);
+    int len = first->n;
+    bd_tensor *bin = bd_calloc((size_t)nf + 1, sizeof *bin);
+    bd_run_out *outs = bd_calloc((size_t)nd->n_out + 1, sizeof *outs);
+    bd_seq **res = bd_calloc((size_t)nd->n_out + 1, sizeof *res);
+    BD_CHECK_ALLOC(e, bin && outs && res);
+    for (int j = 0; j < nf; j++)
+        if ((c->in[j].dtype & BD_DT_SEQ) && ((const bd_seq *)bd_box_get(c->in[j].data))->n != len) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "input %d is a sequence of %d tensors, input 0 of %d", j,
+                         ((const bd_seq *)bd_box_get(c->in[j].data))->n, len);
+            goto fail;
+        }
+    for (int k = 0; k < nd->n_out; k++) {
+        res[k] = bd_seq_new(c->pool, bd_dt_elem(c->out[k].dtype), len, e);
+        if (!res[k]) { st = e->status; goto fail; }
+    }
+    for (int i = 0; i < len; i++) {
+        for (int j = 0; j < nf; j++)
+            bin[j] = (c->in[j].dtype & BD_DT_SEQ) ? ((const bd_seq *)bd_box_get(c->in[j].data))->items[i] : c->in[j];
+        BD_TRY(run_sub(n, 0, c, bin, outs, e));
+        for (int k = 0; k < nd->n_out; k++) {
+            if (outs[k].t.dtype != res[k]->elem) {
+                st = BD_FAIL(e, BRAID_ERR_DTYPE, "the body's output %d is %s, declared %s", k,
+                             bd_dtype_name(outs[k].t.dtype), bd_dtype_name(res[k]->elem));
+                goto fail;
+            }
+            BD_TRY(bd_tensor_clone(c->pool, &outs[k].t, &res[k]->items[i], e));
+        }
+    }
+    for (int k = 0; k < nd->n_out; k++)
+        if (nd->out[k] >= 0) bd_box_set(c->out[k].data, res[k]);
+    n->iters = len;
+fail:
+    bd_free(bin);
+    bd_free(outs);
+    bd_free(res);
+    return st;
+}
+
 braid_status bd_nest_run(bd_nest **slot, const bd_nest_ops *ops, const bd_nest_call *c, bd_err *e)
 {
     if (!*slot) BD_TRY_RET(nest_make(slot, ops, c, e));
@@ -577,6 +630,7 @@ braid_status bd_nest_run(bd_nest **slot, const bd_nest_ops *ops, const bd_nest_c
     case BD_OP_If: return run_if(*slot, c, e);
     case BD_OP_Loop: return run_loop(*slot, c, e);
     case BD_OP_Scan: return run_scan(*slot, c, e);
+    case BD_OP_SequenceMap: return run_sequence_map(*slot, c, e);
     default: return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "op %s is not a control-flow op", c->node->op_type);
     }
 }
@@ -597,6 +651,8 @@ void bd_nest_print(FILE *f, const bd_nest *n, int indent)
             fprintf(f, "%*s%s", indent, "", n->sub[s].name);
             if (n->node->op == BD_OP_Loop || n->node->op == BD_OP_Scan)
                 fprintf(f, " (%lld iterations in the last run)", (long long)n->iters);
+            else if (n->node->op == BD_OP_SequenceMap)
+                fprintf(f, " (%lld elements in the last run)", (long long)n->iters);
             fprintf(f, ":\n");
             bd_stages_print(f, p, indent + 2);
         }

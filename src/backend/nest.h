@@ -36,6 +36,9 @@ typedef struct bd_nest_call {
     bd_tensor *out;           /* node->n_out outputs: planned ones bound; an output whose infer left dims
                                * -1 gets its shape and memory (the engine's, kept with the plan) here */
     const bd_prepare_opts *opts; /* the outer plan's: nested plans are made the same way */
+    /* Where SequenceMap makes its sequences (the run's pool, util/common.h):
+     * backends whose memory is the host's; NULL elsewhere, which refuses it. */
+    struct bd_strpool *pool;
 } bd_nest_call;
 
 struct bd_nest;

@@ -137,6 +137,11 @@ braid_status bd_control_parse(bd_node *n, bd_err *e)
         p->branch[0] = bd_node_subgraph(n, "body");
         BD_TRY(parse_scan(n, p, e));
         break;
+    case BD_OP_SequenceMap: /* the body runs once per element: element i of each sequence input, the tensors whole */
+        BD_TRY(check_body(n, "body", formal, n->n_out, e));
+        p->n_branches = 1;
+        p->branch[0] = bd_node_subgraph(n, "body");
+        break;
     default:
         st = BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "op %s is not implemented", n->op_type);
         goto fail;
@@ -414,6 +419,31 @@ fail:
     return st;
 }
 
+/* SequenceMap: a sequence per body output, of the element dtype the body
+ * declares (the elements' shapes are known only as each one is made). */
+static braid_status infer_sequence_map(const bd_node *n, const bd_control_params *p, const bd_tensor *in,
+                                       bd_tensor *out, bd_err *e)
+{
+    const bd_graph *body = p->branch[0];
+    if (!(in[0].dtype & BD_DT_SEQ) || (in[0].dtype & BD_DT_OPT))
+        return BD_FAIL(e, BRAID_ERR_DTYPE, "input 0 must be a sequence, not %s",
+                       in[0].dtype ? bd_dtype_name(in[0].dtype) : "missing");
+    for (int j = 1; j < bd_node_formal_in(n); j++)
+        if (in[j].dtype & BD_DT_OPT)
+            return BD_FAIL(e, BRAID_ERR_DTYPE, "input %d must be a sequence or a tensor, not %s", j,
+                           bd_dtype_name(in[j].dtype));
+    for (int k = 0; k < n->n_out; k++) {
+        int dt = body->values[body->outputs[k]].dtype;
+        if (!dt || bd_dt_container(dt) || !bd_dtype_size(dt))
+            return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "the body's output %d must declare a tensor type (it is %s)", k,
+                           dt ? bd_dtype_name(dt) : "undeclared");
+        memset(&out[k], 0, sizeof out[k]);
+        out[k].dtype = BD_DT_SEQ | dt;
+        out[k].rank = 0;
+    }
+    return BRAID_OK;
+}
+
 braid_status bd_control_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
 {
     const bd_control_params *p = n->params;
@@ -421,6 +451,7 @@ braid_status bd_control_infer(const bd_node *n, const bd_tensor *in, bd_tensor *
     case BD_OP_If: return infer_if(n, p, in, out, e);
     case BD_OP_Loop: return infer_loop(n, p, in, out, e);
     case BD_OP_Scan: return infer_scan(n, p, in, out, e);
+    case BD_OP_SequenceMap: return infer_sequence_map(n, p, in, out, e);
     default: return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "op %s is not implemented", n->op_type);
     }
 }

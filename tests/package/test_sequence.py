@@ -173,3 +173,33 @@ def test_errors_name_what_and_where():
     m = model([helper.make_node("Add", ["q", "q"], ["y"])], [seq_info("q")], [tensor_info("y")])
     with pytest.raises(braid.BraidError, match=r"input 0 is a seq\(float32\); Add takes tensors"):
         braid.InferenceSession(m).run(None, {"q": [np.ones(1, np.float32)]})
+
+
+def test_sequence_map_elements_of_different_shapes():
+    # the body sees each element with its own shape: y = x * scale + rowsum(x), and the element's shape
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["x", "scale"], ["xs"]),
+         helper.make_node("ReduceSum", ["x", "ax"], ["rs"], keepdims=1),
+         helper.make_node("Add", ["xs", "rs"], ["y"]),
+         helper.make_node("Shape", ["x"], ["shp"])],
+        "body", [tensor_info("x", F, None), tensor_info("scale", F, [])],
+        [tensor_info("y", F, None), tensor_info("shp", TensorProto.INT64, None)],
+        [helper.make_tensor("ax", TensorProto.INT64, [1], [1])])
+    nodes = [helper.make_node("SequenceMap", ["q", "s"], ["ys", "shapes"], body=body)]
+    m = model(nodes, [seq_info("q"), tensor_info("s", F, [])],
+              [seq_info("ys"), seq_info("shapes", TensorProto.INT64)])
+    r = np.random.default_rng(3)
+    q = [r.random((2, 3), np.float32), r.random((4, 1), np.float32), r.random((1, 5), np.float32)]
+    b, o = both(m, {"q": q, "s": np.array(0.5, np.float32)})
+    assert [a.shape for a in b[0]] == [(2, 3), (4, 1), (1, 5)]
+    assert [list(a) for a in b[1]] == [[2, 3], [4, 1], [1, 5]]
+    for u, v in zip(b, o):
+        for x, y in zip(u, v):
+            np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-6)
+
+    two = helper.make_graph([helper.make_node("Add", ["a", "b"], ["c"])], "body",
+                            [tensor_info("a", F, None), tensor_info("b", F, None)], [tensor_info("c", F, None)])
+    m = model([helper.make_node("SequenceMap", ["p", "q"], ["r"], body=two)], [seq_info("p"), seq_info("q")],
+              [seq_info("r")])
+    with pytest.raises(braid.BraidError, match=r"input 1 is a sequence of 1 tensors, input 0 of 2"):
+        braid.InferenceSession(m).run(None, {"p": [np.ones(1, np.float32)] * 2, "q": [np.ones(1, np.float32)]})

@@ -57,7 +57,8 @@ braid_status bd_cpu_control(const bd_kernel *k)
         host[i].rank = -1;
         if (n->in[i] >= 0) host[i] = k->plan->inst.vals[n->in[i]];
     }
-    bd_nest_call c = {.node = n, .in = k->in, .host_in = host, .out = k->out, .opts = &k->plan->opts};
+    bd_nest_call c = {.node = n, .in = k->in, .host_in = host, .out = k->out, .opts = &k->plan->opts,
+                      .pool = k->strings};
     st = bd_nest_run(&k->plan->nest[k->live_index], &ops, &c, k->err);
     bd_free(host);
     return st;
