@@ -281,6 +281,41 @@ done:
     return rc;
 }
 
+/* A declared type: "float32 [1, N]", "seq(float32 [?])", "optional(...)". */
+static void print_type(const Onnx__TypeProto *tp, int depth)
+{
+    if (!tp || depth > 8) { printf("?"); return; }
+    switch (tp->value_case) {
+    case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE: {
+        const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+        printf("%s", bd_dtype_name(tt->elem_type));
+        if (!tt->shape) break;
+        printf(" [");
+        for (size_t d = 0; d < tt->shape->n_dim; d++) {
+            const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+            if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) printf("%s%lld", d ? ", " : "", (long long)dim->dim_value);
+            else if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) printf("%s%s", d ? ", " : "", dim->dim_param);
+            else printf("%s?", d ? ", " : "");
+        }
+        printf("]");
+        break;
+    }
+    case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+        printf("seq(");
+        print_type(tp->sequence_type->elem_type, depth + 1);
+        printf(")");
+        break;
+    case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+        printf("optional(");
+        print_type(tp->optional_type->elem_type, depth + 1);
+        printf(")");
+        break;
+    case ONNX__TYPE_PROTO__VALUE_MAP_TYPE: printf("map (not supported)"); break;
+    case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE: printf("sparse tensor (not supported)"); break;
+    default: printf("?"); break;
+    }
+}
+
 /* The ops of a model, counted through subgraphs (If branches, Loop and
  * Scan bodies) and the bodies of the model-local functions its nodes call,
  * each checked against the registry at the opset that applies to it. */
@@ -374,16 +409,9 @@ int cli_info(const cli_opts *o)
             for (size_t k = 0; !pass && k < g->n_initializer; k++) is_init |= !strcmp(g->initializer[k]->name, vi->name);
             if (is_init) continue;
             printf("  %s", vi->name);
-            if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
-                const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
-                printf(" %s [", bd_dtype_name(tt->elem_type));
-                for (size_t d = 0; tt->shape && d < tt->shape->n_dim; d++) {
-                    const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
-                    if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) printf("%s%lld", d ? ", " : "", (long long)dim->dim_value);
-                    else if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) printf("%s%s", d ? ", " : "", dim->dim_param);
-                    else printf("%s?", d ? ", " : "");
-                }
-                printf("]");
+            if (vi->type && vi->type->value_case != ONNX__TYPE_PROTO__VALUE__NOT_SET) {
+                printf(" ");
+                print_type(vi->type, 0);
             }
             printf("\n");
         }
