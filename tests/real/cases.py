@@ -202,6 +202,32 @@ def _oww_vad(step):
     return f
 
 
+def _fw_vad(step):
+    """faster-whisper's bundled Silero VAD v6: windows of 576 samples (64 of context + 512)
+    as rows of one input, h and c of one layer; step 2 from the state onnxruntime returned."""
+    def f(ctx):
+        sig = speech(576 * 6, np.random.default_rng(11))
+        feeds = {"input": sig[:576 * 3].reshape(3, 576), "h": np.zeros((1, 1, 128), np.float32),
+                 "c": np.zeros((1, 1, 128), np.float32)}
+        if step == 2:
+            out = ctx.ort("fw_silero_vad_v6.onnx", feeds)
+            feeds.update(input=sig[576 * 3:].reshape(3, 576), h=out["hn"], c=out["cn"])
+        return feeds
+    return f
+
+
+def _magika(n, seed):
+    """Magika (Google's file-type classifier, tf2onnx): n windows of 2048 byte values, 256
+    marking padding, as its wrapper feeds them (a file's begin and end bytes)."""
+    def f(ctx):
+        rng = np.random.default_rng(seed)
+        b = rng.integers(0, 256, (n, 2048)).astype(np.int32)
+        b[:, 1500:] = 256  # a short file: the rest is padding
+        b[0, :16] = np.frombuffer(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0", np.uint8)[:16]
+        return {"bytes": b}
+    return f
+
+
 def _akiki(step):
     """Akiki VAD: 512 new samples with 64 of context, GRU state h."""
     def f(ctx):
@@ -352,6 +378,23 @@ MODELS = {
         Case("16 kHz, next chunk with state", _silero(16000, 1, 2), (1e-4, 1e-3)),
         Case("8 kHz, first chunk", _silero(8000, 1, 1), (1e-4, 1e-3)),
         Case("16 kHz, batch 2 (speech, silence)", _silero(16000, 2, 1), (1e-4, 1e-3)),
+    ],
+    # faster-whisper's Silero VAD v6 export (h/c state, windows as rows): LSTM inside If.
+    "fw_silero_vad_v6.onnx": [
+        Case("3 windows of 576", _fw_vad(1), (1e-4, 1e-3)),
+        Case("next 3 windows with state", _fw_vad(2), (1e-4, 1e-3)),
+    ],
+    # PP-OCRv6 small (rapidocr 3.10.0): the newest PaddleOCR detector and recognizer.
+    "ppocrv6_det_small.onnx": [
+        Case("page 640x640", _ppocr_det((1, 3, 640, 640)), DET_TOL),
+        Case("uniform random 320x480", _random((1, 3, 320, 480)), DET_TOL),
+    ],
+    "ppocrv6_rec_small.onnx": [
+        Case("line 48x320", _ppocr_line((1, 3, 48, 320)), PROB_TOL, {"fetch_name_0": (-1, TIE)}),
+    ],
+    # Magika: byte embedding, a 1-D convolution, layer norms and dense layers (tf2onnx).
+    "magika_v3_3.onnx": [
+        Case("3 windows", _magika(3, 0), (1e-5, 1e-4), {"target_label": (-1, TIE)}),
     ],
     "oww_silero_vad.onnx": [
         Case("30 ms frame", _oww_vad(1), (1e-4, 1e-3)),
