@@ -1,7 +1,8 @@
 /* fuzz_model.c: libFuzzer target for the model loader: any bytes must give
  * a model or an error status with a message, never a crash or a leak. A model
  * that loads with small static input shapes is also planned (shape
- * inference, folding, the plan compiler and its verifier) and run. Seeds
+ * inference, folding, the plan compiler and its verifier) and run
+ * (sequence inputs get two elements, optional ones are empty). Seeds
  * include subgraphs (If, Loop, Scan), a model-local function and a staged
  * plan. */
 #include <stdint.h>
@@ -17,12 +18,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     int n = braid_model_input_count(m);
-    braid_tensor in[8];
+    braid_tensor in[8], items[8][2];
     static float buf[8][4096];
+    static const char *empty[2] = {"", ""};
     int ok = n <= 8;
     for (int i = 0; ok && i < n; i++) {
         braid_value_info vi;
         braid_model_input_info(m, i, &vi);
+        if (vi.dtype & BRAID_DTYPE_OPTIONAL) { /* an empty optional */
+            in[i] = (braid_tensor){.dtype = BRAID_DTYPE_UNDEFINED};
+            continue;
+        }
+        if (vi.dtype & BRAID_DTYPE_SEQUENCE) { /* two elements of shape [2] */
+            braid_dtype el = (braid_dtype)(vi.dtype & 0xff);
+            for (int k = 0; k < 2; k++)
+                items[i][k] = (braid_tensor){.dtype = el, .rank = 1, .dims = {2},
+                                             .data = el == BRAID_DTYPE_STRING ? (void *)empty : (void *)buf[i]};
+            in[i] = (braid_tensor){.dtype = vi.dtype, .rank = 1, .dims = {2}, .data = items[i]};
+            continue;
+        }
         int64_t count = 1;
         in[i] = (braid_tensor){.dtype = vi.dtype, .rank = vi.rank < 0 ? 0 : vi.rank, .data = buf[i]};
         for (int d = 0; d < in[i].rank; d++) {
