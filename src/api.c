@@ -683,16 +683,18 @@ static braid_status take_inputs(const bd_graph *g, int n_inputs, const braid_ten
     return BRAID_OK;
 }
 
+/* (the session's lock held: its sequence and optional inputs live in
+ * in_boxes, which every run remakes) */
 braid_status bd_session_plan_run(braid_session *s, const braid_tensor *inputs, const bd_prepared **out, bd_err *e)
 {
     bd_tensor in[64];
-    braid_status st = take_inputs(&s->m->g, s->m->g.n_inputs, inputs, in, &s->in_boxes, e);
-    if (st) return st;
     bd_run_out *outs = bd_calloc((size_t)s->m->g.n_outputs + 1, sizeof *outs);
     if (!outs) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
     pthread_mutex_lock(&s->mu);
+    bd_strpool_reset(&s->in_boxes);
     bd_prepared *p = NULL, *last = NULL;
-    st = get_plan(s, in, &p, e);
+    braid_status st = take_inputs(&s->m->g, s->m->g.n_inputs, inputs, in, &s->in_boxes, e);
+    if (!st) st = get_plan(s, in, &p, e);
     *out = p;
     if (!st) st = bd_stages_run(p, in, outs, &last, e);
     pthread_mutex_unlock(&s->mu);
@@ -703,11 +705,11 @@ braid_status bd_session_plan_run(braid_session *s, const braid_tensor *inputs, c
 braid_status bd_session_plan(braid_session *s, const braid_tensor *inputs, const bd_prepared **out, bd_err *e)
 {
     bd_tensor in[64];
-    braid_status st = take_inputs(&s->m->g, s->m->g.n_inputs, inputs, in, &s->in_boxes, e);
-    if (st) return st;
     pthread_mutex_lock(&s->mu);
+    bd_strpool_reset(&s->in_boxes);
     bd_prepared *p = NULL;
-    st = get_plan(s, in, &p, e);
+    braid_status st = take_inputs(&s->m->g, s->m->g.n_inputs, inputs, in, &s->in_boxes, e);
+    if (!st) st = get_plan(s, in, &p, e);
     pthread_mutex_unlock(&s->mu);
     *out = p;
     return st;
