@@ -3,7 +3,7 @@
 
 Recent onnx wheels ship the case definitions but not their data, so the data
 is made here at test time from the same definitions; nothing is committed.
-Usage: gen.py OUTDIR   (skips the work when OUTDIR/.stamp matches onnx's version)
+Usage: gen.py OUTDIR   (skips the work when OUTDIR/.stamp matches onnx's version and FORMAT)
 """
 import os
 import shutil
@@ -64,10 +64,16 @@ def write_case(case, root):
         f.write(f"{case.rtol} {case.atol}\n")
 
 
+# Bumped when what is written changes (2: sequence and optional values), so
+# that an older folder is written again.
+FORMAT = 2
+
+
 def main():
     root = sys.argv[1]
     stamp = os.path.join(root, ".stamp")
-    if os.path.exists(stamp) and open(stamp).read() == onnx.__version__:
+    tag = f"{onnx.__version__} format {FORMAT}"
+    if os.path.exists(stamp) and open(stamp).read() == tag:
         return
     os.makedirs(root, exist_ok=True)
     with warnings.catch_warnings():
@@ -83,7 +89,7 @@ def main():
             shutil.rmtree(os.path.join(root, case.name), ignore_errors=True)
             skipped += 1  # maps and the like: neither tensors, sequences nor optionals
     with open(stamp, "w") as f:
-        f.write(onnx.__version__)
+        f.write(tag)
     print(f"gen.py: wrote {written} node tests ({skipped} with values of other types skipped) to {root}")
 
 
