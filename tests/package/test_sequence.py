@@ -203,3 +203,22 @@ def test_sequence_map_elements_of_different_shapes():
               [seq_info("r")])
     with pytest.raises(braid.BraidError, match=r"input 1 is a sequence of 1 tensors, input 0 of 2"):
         braid.InferenceSession(m).run(None, {"p": [np.ones(1, np.float32)] * 2, "q": [np.ones(1, np.float32)]})
+
+
+def test_run_into_refuses_a_sequence_output():
+    """braid_session_run_into copies into the caller's buffers; a sequence has
+    none of a fixed size, so it is refused by name (the C API directly)."""
+    import ctypes
+    from braid._lib import Tensor, lib
+    m = model([helper.make_node("SplitToSequence", ["x"], ["q"], axis=0)], [tensor_info("x", F, [2])], [seq_info("q")])
+    s = braid.InferenceSession(m)
+    x = np.ones(2, np.float32)
+    t = Tensor()
+    t.dtype, t.rank, t.data = 1, 1, x.ctypes.data
+    t.dims[0] = 2
+    out = Tensor()
+    h = s._live()
+    assert lib.braid_session_run_into(h, 1, ctypes.byref(t), 1, ctypes.byref(out)) == 1  # INVALID_ARGUMENT
+    assert "output 'q' is a seq(float32): braid_session_run returns it" in lib.braid_session_error(h).decode()
+    assert lib.braid_session_run(h, 1, ctypes.byref(t), 1, ctypes.byref(out)) == 0
+    assert out.dtype == 0x100 | 1 and out.rank == 1 and out.dims[0] == 2
