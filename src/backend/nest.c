@@ -218,7 +218,7 @@ static braid_status bind_out(bd_nest *n, const bd_nest_call *c, int i, const bd_
         int fixed = 1;
         for (int d = 0; d < o->rank; d++) fixed &= o->dims[d] >= 0;
         if (fixed && o->data) {
-            if (!bd_shape_equal(o, t) || o->dtype != t->dtype)
+            if (!bd_shape_equal(o, t) || !bd_dt_alike(o->dtype, t->dtype))
                 return BD_FAIL(e, BRAID_ERR_SHAPE, "output %d has shape %s %s but was planned as %s %s", i,
                                bd_dtype_name(t->dtype), bd_shape_str(t, a, sizeof a), bd_dtype_name(o->dtype),
                                bd_shape_str(o, b, sizeof b));

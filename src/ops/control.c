@@ -259,11 +259,12 @@ static braid_status infer_if(const bd_node *n, const bd_control_params *p, const
         goto fail;                                                 /* (st is OK) */
     }
     for (int o = 0; o < n->n_out; o++) {
-        if (out[o].dtype != o2[o].dtype) {
+        if (!bd_dt_alike(out[o].dtype, o2[o].dtype)) {
             st = BD_FAIL(e, BRAID_ERR_DTYPE, "output %d is %s in then_branch but %s in else_branch", o,
                          bd_dtype_name(out[o].dtype), bd_dtype_name(o2[o].dtype));
             goto fail;
         }
+        out[o].dtype |= o2[o].dtype & BD_DT_OPT; /* a sequence in one, an optional of it in the other */
         shape_union(&out[o], &o2[o]);
     }
 fail:

@@ -222,3 +222,20 @@ def test_run_into_refuses_a_sequence_output():
     assert "output 'q' is a seq(float32): braid_session_run returns it" in lib.braid_session_error(h).decode()
     assert lib.braid_session_run(h, 1, ctypes.byref(t), 1, ctypes.byref(out)) == 0
     assert out.dtype == 0x100 | 1 and out.rank == 1 and out.dims[0] == 2
+
+
+def test_if_gives_a_sequence_from_one_branch_and_an_optional_from_the_other():
+    opt_seq = helper.make_optional_type_proto(helper.make_sequence_type_proto(helper.make_tensor_type_proto(F, None)))
+    then = helper.make_graph([helper.make_node("Optional", [], ["o"], type=helper.make_sequence_type_proto(
+        helper.make_tensor_type_proto(F, None)))], "then", [], [helper.make_value_info("o", opt_seq)])
+    other = helper.make_graph([helper.make_node("SplitToSequence", ["x"], ["q"], axis=0)], "else", [], [seq_info("q")])
+    nodes = [helper.make_node("If", ["c"], ["r"], then_branch=then, else_branch=other),
+             helper.make_node("OptionalHasElement", ["r"], ["has"])]
+    m = model(nodes, [tensor_info("c", TensorProto.BOOL, []), tensor_info("x", F, [3])],
+              [helper.make_value_info("r", opt_seq), tensor_info("has", TensorProto.BOOL)])
+    s = braid.InferenceSession(m)
+    x = np.array([1, 2, 3], np.float32)
+    r, has = s.run(None, {"c": np.array(True), "x": x})
+    assert r is None and not bool(has)
+    r, has = s.run(None, {"c": np.array(False), "x": x})
+    assert bool(has) and [list(a) for a in r] == [[1], [2], [3]]
