@@ -87,3 +87,8 @@ endif()
 add_test(NAME unit/contrib_attention COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_contrib_attention.py ${BRAID_BIN}
          ${CMAKE_BINARY_DIR}/tmp/contrib_attention)
 set_tests_properties(unit/contrib_attention PROPERTIES LABELS unit TIMEOUT 600)
+# ai.onnx.preview FlexAttention (expanded at load) against onnx's reference:
+# modifiers reading outer values, GQA, dtypes and softmax precisions, refusals.
+add_test(NAME unit/flex_attention COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_flex_attention.py ${BRAID_BIN}
+         ${CMAKE_BINARY_DIR}/tmp/flex_attention)
+set_tests_properties(unit/flex_attention PROPERTIES LABELS unit TIMEOUT 600)
