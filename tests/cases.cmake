@@ -92,3 +92,7 @@ set_tests_properties(unit/contrib_attention PROPERTIES LABELS unit TIMEOUT 600)
 add_test(NAME unit/flex_attention COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_flex_attention.py ${BRAID_BIN}
          ${CMAKE_BINARY_DIR}/tmp/flex_attention)
 set_tests_properties(unit/flex_attention PROPERTIES LABELS unit TIMEOUT 600)
+# ai.onnx.ml on strings (LabelEncoder, CategoryMapper) and the SVMs against onnxruntime.
+add_test(NAME unit/ml_strings COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_ml_strings.py ${BRAID_BIN}
+         ${CMAKE_BINARY_DIR}/tmp/ml_strings)
+set_tests_properties(unit/ml_strings PROPERTIES LABELS unit TIMEOUT 600)
