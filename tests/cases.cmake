@@ -96,3 +96,7 @@ set_tests_properties(unit/flex_attention PROPERTIES LABELS unit TIMEOUT 600)
 add_test(NAME unit/ml_strings COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_ml_strings.py ${BRAID_BIN}
          ${CMAKE_BINARY_DIR}/tmp/ml_strings)
 set_tests_properties(unit/ml_strings PROPERTIES LABELS unit TIMEOUT 600)
+# Cast and CastLike between strings and numbers, against numpy's text and parse.
+add_test(NAME unit/cast_strings COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_cast_strings.py ${BRAID_BIN}
+         ${CMAKE_BINARY_DIR}/tmp/cast_strings)
+set_tests_properties(unit/cast_strings PROPERTIES LABELS unit TIMEOUT 600)
