@@ -104,6 +104,95 @@ def string_cases():
     return [(n, m, x, 1e-6) for n, m, x in c]
 
 
+def svm_cases(rng):
+    """SVMClassifier: one-vs-one SVC with 3 classes under each kernel type,
+    with and without probabilities (prob_a, prob_b); binary SVC with no post
+    transform (-s, s), LOGISTIC, SOFTMAX (1 - s, s), all-positive weights and
+    probabilities (a binary SVC under PROBIT is left out: onnxruntime leaves
+    its second score column unwritten); liblinear mode
+    with 3 and 2 classes under SOFTMAX and LOGISTIC; string labels; double,
+    int64 and 1-D inputs; an empty batch. SVMRegressor: SVC under RBF and
+    POLY, liblinear, one_class. Tolerance 1e-4 (braid sums in double,
+    onnxruntime in float)."""
+    c = []
+    F = 4
+    X = rng.standard_normal((7, F)).astype(np.float32)
+    kp = {"LINEAR": [0.0, 0.0, 0.0], "POLY": [0.3, 0.5, 3.0], "RBF": [0.4, 0.0, 0.0], "SIGMOID": [0.2, 0.1, 0.0]}
+    vpc = [2, 3, 2]
+    V = sum(vpc)
+    sv = rng.standard_normal(V * F).astype(np.float32)
+    coef = rng.standard_normal(2 * V).astype(np.float32)
+    rho = rng.standard_normal(3).astype(np.float32)
+    for kt, params in kp.items():
+        base = dict(classlabels_ints=[4, 7, 9], vectors_per_class=vpc, support_vectors=sv.tolist(),
+                    coefficients=coef.tolist(), rho=rho.tolist(), kernel_type=kt, kernel_params=params)
+        c.append((f"svc3_{kt.lower()}", model_of("SVMClassifier", X, [TP.INT64, TP.FLOAT], base, 1), X))
+        prob = dict(base, prob_a=(-rng.random(3) - 0.5).tolist(), prob_b=(rng.standard_normal(3) * 0.1).tolist())
+        c.append((f"svc3_{kt.lower()}_proba", model_of("SVMClassifier", X, [TP.INT64, TP.FLOAT], prob, 1), X))
+    bin_ = dict(classlabels_ints=[0, 1], vectors_per_class=[2, 3], support_vectors=sv[:5 * F].tolist(),
+                coefficients=coef[:5].tolist(), rho=rho[:1].tolist(), kernel_type="RBF", kernel_params=kp["RBF"])
+    c.append(("svc2_none", model_of("SVMClassifier", X, [TP.INT64, TP.FLOAT], bin_, 1), X))
+    c.append(("svc2_logistic", model_of("SVMClassifier", X, [TP.INT64, TP.FLOAT], dict(bin_, post_transform="LOGISTIC"),
+                                         1), X))
+    c.append(("svc2_softmax", model_of("SVMClassifier", X, [TP.INT64, TP.FLOAT], dict(bin_, post_transform="SOFTMAX"),
+                                        1), X))
+    c.append(("svc2_allpos", model_of("SVMClassifier", X, [TP.INT64, TP.FLOAT],
+                                       dict(bin_, coefficients=np.abs(coef[:5]).tolist()), 1), X))
+    c.append(("svc2_proba", model_of("SVMClassifier", X, [TP.INT64, TP.FLOAT],
+                                      dict(bin_, prob_a=[-1.3], prob_b=[0.05]), 1), X))
+    lin3 = dict(classlabels_ints=[1, 2, 3], coefficients=rng.standard_normal(3 * F).tolist(), rho=[0.25],
+                post_transform="SOFTMAX", kernel_params=[0.0, 0.0, 0.0])  # onnxruntime wants kernel_params
+    c.append(("linear3_softmax", model_of("SVMClassifier", X, [TP.INT64, TP.FLOAT], lin3, 1), X))
+    lin2 = dict(classlabels_ints=[5, 6], coefficients=rng.standard_normal(2 * F).tolist(), rho=[-0.1],
+                post_transform="LOGISTIC", kernel_params=[0.0, 0.0, 0.0])
+    c.append(("linear2_logistic", model_of("SVMClassifier", X, [TP.INT64, TP.FLOAT], lin2, 1), X))
+    strs_ = dict(bin_, classlabels_strings=["neg", "pos"])
+    del strs_["classlabels_ints"]
+    c.append(("svc2_strings", model_of("SVMClassifier", X, [TP.STRING, TP.FLOAT], strs_, 1), X))
+    s3 = dict(classlabels_strings=["a", "b", "c"], vectors_per_class=vpc, support_vectors=sv.tolist(),
+              coefficients=coef.tolist(), rho=rho.tolist(), kernel_type="POLY", kernel_params=kp["POLY"])
+    c.append(("svc3_strings", model_of("SVMClassifier", X, [TP.STRING, TP.FLOAT], s3, 1), X))
+    i3 = {k: v for k, v in s3.items() if k != "classlabels_strings"}
+    i3["classlabels_ints"] = [1, 2, 3]
+    Xd = X.astype(np.float64)
+    c.append(("svc3_double", model_of("SVMClassifier", Xd, [TP.INT64, TP.FLOAT], i3, 1), Xd))
+    Xi = (X * 3).astype(np.int64)
+    c.append(("linear3_int64", model_of("SVMClassifier", Xi, [TP.INT64, TP.FLOAT], lin3, 1), Xi))
+    X1 = X[0]
+    c.append(("svc3_rank1", model_of("SVMClassifier", X1, [TP.INT64, TP.FLOAT],
+                                      i3, 1), X1))
+    Xe = np.zeros((0, F), np.float32)
+    c.append(("svc3_empty", model_of("SVMClassifier", Xe, [TP.INT64, TP.FLOAT],
+                                      i3, 1), Xe))
+    reg = dict(n_supports=V, support_vectors=sv.tolist(), coefficients=coef[:V].tolist(), rho=[0.3],
+               kernel_type="RBF", kernel_params=kp["RBF"])
+    c.append(("reg_rbf", model_of("SVMRegressor", X, [TP.FLOAT], reg, 1), X))
+    c.append(("reg_poly", model_of("SVMRegressor", X, [TP.FLOAT], dict(reg, kernel_type="POLY",
+                                                                        kernel_params=kp["POLY"]), 1), X))
+    c.append(("reg_linear", model_of("SVMRegressor", X, [TP.FLOAT], dict(coefficients=coef[:F].tolist(), rho=[0.5],
+                                                                                kernel_params=[0.0, 0.0, 0.0]),
+                                     1), X))
+    c.append(("reg_one_class", model_of("SVMRegressor", X, [TP.FLOAT], dict(reg, one_class=1), 1), X))
+    return [(n, m, x, 1e-4) for n, m, x in c]
+
+
+def svm_refusals():
+    X = np.zeros((2, 4), np.float32)
+    ok = dict(classlabels_ints=[1, 2, 3], vectors_per_class=[1, 1, 1], support_vectors=[0.0] * 12,
+              coefficients=[1.0] * 6, rho=[0.0] * 3)
+    pre = "node 'SVMClassifier_0' (SVMClassifier): "
+    return [
+        ("svm_vpc", model_of("SVMClassifier", X, [TP.INT64, TP.FLOAT], dict(ok, vectors_per_class=[1, 2]), 1), 1,
+         pre + "attribute 'vectors_per_class' has 2 entries for 3 classes"),
+        ("svm_kernel", model_of("SVMClassifier", X, [TP.INT64, TP.FLOAT], dict(ok, kernel_type="CUBIC"), 1), 1,
+         pre + "attribute 'kernel_type' is 'CUBIC'; it must be LINEAR, POLY, RBF or SIGMOID"),
+        ("svm_rho", model_of("SVMClassifier", X, [TP.INT64, TP.FLOAT], dict(ok, rho=[0.0]), 1), 1,
+         pre + "attribute 'rho' has 1 values; 3 classes need 3"),
+        ("svm_features", model_of("SVMClassifier", np.zeros((2, 5), np.float32), [TP.INT64, TP.FLOAT], ok, 1), 1,
+         pre + "input X has 5 features (shape 2x5); the model has 4"),
+    ]
+
+
 def refusals():
     x = strs("a", "b")
     xf = np.array([1.0], np.float32)
