@@ -287,7 +287,8 @@ static int is_float_type(int dt)
            dt == BRAID_DTYPE_DOUBLE;
 }
 
-braid_status bd_expand_flex_attention(const Onnx__NodeProto *np, int q_dtype, bd_expansion *x, bd_err *e)
+braid_status bd_expand_flex_attention(const Onnx__NodeProto *np, int q_dtype, int same_heads, bd_expansion *x,
+                                      bd_err *e)
 {
     braid_status st = BRAID_OK;
     memset(x, 0, sizeof *x);
@@ -346,24 +347,31 @@ braid_status bd_expand_flex_attention(const Onnx__NodeProto *np, int q_dtype, bd
 
     /* Formal inputs Q, K, V ("\001" keeps them apart from every other name). */
     const char *Q = "\001Q", *K = "\001K", *V = "\001V", *Y = "\001Y";
-    /* GQA: K and V repeated along the heads, as the function body does it. */
-    shape_slice(&b, "BatchSize", Q, 0, 1);
-    shape_slice(&b, "KVSeqLen", K, -2, -1);
-    shape_slice(&b, "QNumHeads", Q, 1, 2);
-    shape_slice(&b, "KVNumHeads", K, 1, 2);
-    add_node(&b, "Div", "KVRepeat", 2, "QNumHeads", "KVNumHeads");
-    const_i64(&b, "Axis2", 2, 1);
-    const char *kv[2][6] = {{"K", "KUnsqueezed", "KHeadSize1D", "KExpandShape", "KExpanded", "KAlignedShape"},
-                            {"V", "VUnsqueezed", "VHeadSize1D", "VExpandShape", "VExpanded", "VAlignedShape"}};
-    for (int i = 0; i < 2; i++) {
-        const char *src = i ? V : K;
-        add_node(&b, "Unsqueeze", kv[i][1], 2, src, "Axis2");
-        shape_slice(&b, kv[i][2], src, 3, 4);
-        attr_int(&b, add_node(&b, "Concat", kv[i][3], 5, "BatchSize", "KVNumHeads", "KVRepeat", "KVSeqLen", kv[i][2]),
-                 "axis", 0);
-        add_node(&b, "Expand", kv[i][4], 2, kv[i][1], kv[i][3]);
-        attr_int(&b, add_node(&b, "Concat", kv[i][5], 4, "BatchSize", "QNumHeads", "KVSeqLen", kv[i][2]), "axis", 0);
-        add_node(&b, "Reshape", i ? "VAligned" : "KAligned", 2, kv[i][4], kv[i][5]);
+    /* GQA: K and V repeated along the heads, as the function body does it
+     * (left out where Q and K are known to have as many heads: two copies
+     * fewer). */
+    const char *kal = "KAligned", *val = "VAligned";
+    if (same_heads) {
+        kal = K, val = V;
+    } else {
+        shape_slice(&b, "BatchSize", Q, 0, 1);
+        shape_slice(&b, "KVSeqLen", K, -2, -1);
+        shape_slice(&b, "QNumHeads", Q, 1, 2);
+        shape_slice(&b, "KVNumHeads", K, 1, 2);
+        add_node(&b, "Div", "KVRepeat", 2, "QNumHeads", "KVNumHeads");
+        const_i64(&b, "Axis2", 2, 1);
+        const char *kv[2][6] = {{"K", "KUnsqueezed", "KHeadSize1D", "KExpandShape", "KExpanded", "KAlignedShape"},
+                                {"V", "VUnsqueezed", "VHeadSize1D", "VExpandShape", "VExpanded", "VAlignedShape"}};
+        for (int i = 0; i < 2; i++) {
+            const char *src = i ? V : K;
+            add_node(&b, "Unsqueeze", kv[i][1], 2, src, "Axis2");
+            shape_slice(&b, kv[i][2], src, 3, 4);
+            attr_int(&b, add_node(&b, "Concat", kv[i][3], 5, "BatchSize", "KVNumHeads", "KVRepeat", "KVSeqLen", kv[i][2]),
+                     "axis", 0);
+            add_node(&b, "Expand", kv[i][4], 2, kv[i][1], kv[i][3]);
+            attr_int(&b, add_node(&b, "Concat", kv[i][5], 4, "BatchSize", "QNumHeads", "KVSeqLen", kv[i][2]), "axis", 0);
+            add_node(&b, "Reshape", i ? "VAligned" : "KAligned", 2, kv[i][4], kv[i][5]);
+        }
     }
     /* The scale, in float32: 1/sqrt(head_size) unless given; Q and K are each
      * multiplied by its square root, cast to their type. */
@@ -379,16 +387,21 @@ braid_status bd_expand_flex_attention(const Onnx__NodeProto *np, int q_dtype, bd
         add_node(&b, "Div", "ScaleFactorF32", 2, "OneF", "SqrtHeadSize");
     }
     add_node(&b, "Sqrt", "ScaleFactorSqrtF32", 1, "ScaleFactorF32");
-    add_node(&b, "CastLike", "ScaleFactorSqrt", 2, "ScaleFactorSqrtF32", Q);
+    if (q_dtype) /* a Cast of constants folds at plan time; CastLike reads Q */
+        attr_int(&b, add_node(&b, "Cast", "ScaleFactorSqrt", 1, "ScaleFactorSqrtF32"), "to", q_dtype);
+    else
+        add_node(&b, "CastLike", "ScaleFactorSqrt", 2, "ScaleFactorSqrtF32", Q);
     add_node(&b, "Mul", "QScaled", 2, Q, "ScaleFactorSqrt");
-    add_node(&b, "Mul", "KScaled", 2, "KAligned", "ScaleFactorSqrt");
+    add_node(&b, "Mul", "KScaled", 2, kal, "ScaleFactorSqrt");
     const int64_t perm[4] = {0, 1, 3, 2};
     attr_ints(&b, add_node(&b, "Transpose", "KTranspose", 1, "KScaled"), "perm", perm, 4);
     add_node(&b, "MatMul", "Score", 2, "QScaled", "KTranspose");
-    attr_int(&b, add_node(&b, "Cast", "SoftmaxCast", 1, "Score"), "to", cdt);
-    const char *scores = "SoftmaxCast", *probs = "Prob";
+    const char *cast = "Score", *scores, *probs = "Prob";
+    if (q_dtype != cdt) /* the scores in the softmax's type (no copy when they have it) */
+        attr_int(&b, add_node(&b, "Cast", cast = "SoftmaxCast", 1, "Score"), "to", cdt);
+    scores = cast;
     if (score_mod) {
-        if ((st = inline_sub(&b, &o, score_mod->g, "score_mod", "SoftmaxCast", "ScoreAfterScoreMod", e))) goto fail;
+        if ((st = inline_sub(&b, &o, score_mod->g, "score_mod", cast, "ScoreAfterScoreMod", e))) goto fail;
         scores = "ScoreAfterScoreMod";
     }
     attr_int(&b, add_node(&b, "Softmax", "Prob", 1, scores), "axis", 3);
@@ -398,9 +411,9 @@ braid_status bd_expand_flex_attention(const Onnx__NodeProto *np, int q_dtype, bd
     }
     /* Probs @ V in the softmax's type, cast back to V's. */
     if (q_dtype == cdt) {
-        add_node(&b, "MatMul", Y, 2, probs, "VAligned");
+        add_node(&b, "MatMul", Y, 2, probs, val);
     } else {
-        attr_int(&b, add_node(&b, "Cast", "VSp", 1, "VAligned"), "to", cdt);
+        attr_int(&b, add_node(&b, "Cast", "VSp", 1, val), "to", cdt);
         add_node(&b, "MatMul", "YSp", 2, probs, "VSp");
         add_node(&b, "CastLike", Y, 2, "YSp", V);
     }

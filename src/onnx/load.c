@@ -563,6 +563,17 @@ static int dtype_of(const scope *sc, const char *name)
     return 0;
 }
 
+/* Dim 1 of the rank-4 value name means in sc when the loader knows it
+ * (a graph input or constant of static shape); -1 otherwise. */
+static int64_t heads_of(const scope *sc, const char *name)
+{
+    for (; sc; sc = sc->parent) {
+        int v = map_find(&sc->m, sc->g, name);
+        if (v >= 0 && sc->g->values[v].rank == 4 && sc->g->values[v].dims[1] > 0) return sc->g->values[v].dims[1];
+    }
+    return -1;
+}
+
 /* A node braid expands into other ops (expand.c: FlexAttention), read as a
  * call of its body: the node's inputs, then the outer-scope names its
  * subgraphs read, all in the caller's namespace. */
@@ -576,9 +587,10 @@ static braid_status expand_node(load_ctx *c, scope *sc, const Onnx__NodeProto *n
     if (os < 15)
         return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "braid expands %s into default-domain ops of opset 15 or later; the "
                        "model imports %s%lld", np->op_type, os < 0 ? "none" : "opset ", os < 0 ? 0LL : (long long)os);
-    const char *q = tr_name(c, c->fr, np->input[0]);
-    BD_CHECK_ALLOC(e, q);
-    BD_TRY(bd_expand_flex_attention(np, dtype_of(sc, q), &x, e));
+    const char *q = tr_name(c, c->fr, np->input[0]), *k = tr_name(c, c->fr, np->input[1]);
+    BD_CHECK_ALLOC(e, q && k);
+    int64_t hq = heads_of(sc, q);
+    BD_TRY(bd_expand_flex_attention(np, dtype_of(sc, q), hq > 0 && hq == heads_of(sc, k), &x, e));
     size_t n_in = 3 + (size_t)x.n_outer;
     names = bd_calloc(n_in + 2, sizeof *names);
     BD_CHECK_ALLOC(e, names);

@@ -23,8 +23,10 @@ typedef struct bd_expansion {
     void *arena;
 } bd_expansion;
 /* FlexAttention (ai.onnx.preview) node np; q_dtype: its input Q's dtype when
- * the loader knows it, else 0. Fails naming the attribute or dtype. */
-braid_status bd_expand_flex_attention(const Onnx__NodeProto *np, int q_dtype, bd_expansion *x, bd_err *e);
+ * the loader knows it, else 0; same_heads: Q and K are known to have as many
+ * heads (no GQA repeat needed). Fails naming the attribute or dtype. */
+braid_status bd_expand_flex_attention(const Onnx__NodeProto *np, int q_dtype, int same_heads, bd_expansion *x,
+                                      bd_err *e);
 void bd_expansion_free(bd_expansion *x);
 
 #endif
