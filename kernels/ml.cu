@@ -59,7 +59,7 @@ extern "C" braid_status bd_cuda_ml(const bd_cuda_kernel *k)
     if (!p) return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "ml parameters were not parsed");
     const bd_tensor *x = &k->in[0];
     int64_t c = x->rank >= 1 ? x->dims[x->rank - 1] : 1;
-    if (k->node->op == BD_OP_ML_CategoryMapper || p->str_keys || p->str_vals)
+    if (k->node->op == BD_OP_ML_CategoryMapper || p->str_keys || p->str_vals || p->v1)
         return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "%s on string tensors runs on the CPU only: strings stay on "
                        "the host", k->node->op_type);
     if (k->node->op == BD_OP_ML_ArrayFeatureExtractor) {

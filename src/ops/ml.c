@@ -1,11 +1,11 @@
 /* ml.c: attribute parsing, dtype checks, shape inference and cost of the ml
  * op family (ai.onnx.ml): ArrayFeatureExtractor, Binarizer, CategoryMapper
- * (strings to int64 and back, on the host), Imputer, LabelEncoder (numeric
- * or string keys and values, the opset 2 list attributes and the opset 4
- * tensor ones; string ones run on the host), LinearClassifier (int64
- * labels), LinearRegressor, Normalizer, OneHotEncoder (int64 categories) and
- * Scaler. LabelEncoder opset 1, string labels and string categories are
- * refused by name. */
+ * (strings to int64 and back, on the host), Imputer, LabelEncoder (opset 1's
+ * classes_strings as a CategoryMapper onto 0..n-1; numeric or string keys
+ * and values, the opset 2 list attributes and the opset 4 tensor ones;
+ * string ones run on the host), LinearClassifier (int64 labels),
+ * LinearRegressor, Normalizer, OneHotEncoder (int64 categories) and Scaler.
+ * String labels and string categories are refused by name. */
 #include <stdlib.h>
 
 #include "ml.h"
@@ -143,18 +143,24 @@ typedef struct skv {
     const char *ks, *vs;
     int64_t ki, vi;
     double kf, vf;
+    int64_t ord; /* the pair's place in the attributes: equal keys keep it, so the first wins the search */
 } skv;
-static int skv_cmp_s(const void *a, const void *b) { return strcmp(((const skv *)a)->ks, ((const skv *)b)->ks); }
+static int ord_cmp(const skv *a, const skv *b) { return a->ord < b->ord ? -1 : a->ord > b->ord; }
+static int skv_cmp_s(const void *a, const void *b)
+{
+    int c = strcmp(((const skv *)a)->ks, ((const skv *)b)->ks);
+    return c ? c : ord_cmp(a, b);
+}
 static int skv_cmp_i(const void *a, const void *b)
 {
     int64_t x = ((const skv *)a)->ki, y = ((const skv *)b)->ki;
-    return x < y ? -1 : x > y;
+    return x != y ? (x < y ? -1 : 1) : ord_cmp(a, b);
 }
 static int skv_cmp_f(const void *a, const void *b)
 {
     double x = ((const skv *)a)->kf, y = ((const skv *)b)->kf;
-    if (x != x || y != y) return (x != x) - (y != y);
-    return x < y ? -1 : x > y;
+    if (x != x || y != y) return x != x && y != y ? ord_cmp(a, b) : (x != x) - (y != y);
+    return x != y ? (x < y ? -1 : 1) : ord_cmp(a, b);
 }
 
 /* Params with n_data entries and room for the strings of the listed tables
@@ -236,7 +242,7 @@ static braid_status parse_label_encoder_str(bd_node *n, int skeys, int svals, bd
     BD_CHECK_ALLOC(e, t);
     for (int64_t i = 0; i < nk; i++) {
         t[i] = (skv){skeys ? ks[i] : NULL, svals ? vs[i] : NULL, skeys ? 0 : k.i[i], svals ? 0 : v.i[i],
-                     skeys ? 0 : k.f[i], svals ? 0 : v.f[i]};
+                     skeys ? 0 : k.f[i], svals ? 0 : v.f[i], i};
         if (skeys) bytes += strlen(ks[i]) + 1;
         if (svals) bytes += strlen(vs[i]) + 1;
     }
@@ -285,17 +291,44 @@ fail:
     return st;
 }
 
+/* The two tables of a string <-> int64 map (CategoryMapper, LabelEncoder
+ * opset 1): cs[i] <-> ci[i], the first of equal keys winning either way. */
+static braid_status category_table(const char *const *cs, const int64_t *ci, int64_t n, int64_t def_i, const char *def,
+                                   bd_ml_params **out, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    bd_ml_params *p = NULL;
+    size_t bytes = strlen(def) + 1, at = 0;
+    skv *t = bd_calloc((size_t)n + 1, sizeof *t);
+    BD_CHECK_ALLOC(e, t);
+    for (int64_t i = 0; i < n; i++) {
+        t[i] = (skv){.ks = cs[i], .ki = ci[i], .ord = i};
+        bytes += 2 * (strlen(cs[i]) + 1);
+    }
+    p = params_with_strings(4 * n, bytes);
+    BD_CHECK_ALLOC(e, p);
+    p->n_a = n;
+    p->def_i = def_i;
+    p->def_s = put_str(p, &at, def);
+    qsort(t, (size_t)n, sizeof *t, skv_cmp_s);
+    for (int64_t i = 0; i < n; i++) p->data[i] = put_str(p, &at, t[i].ks), p->data[n + i] = t[i].ki;
+    qsort(t, (size_t)n, sizeof *t, skv_cmp_i);
+    for (int64_t i = 0; i < n; i++) p->data[2 * n + i] = t[i].ki, p->data[3 * n + i] = put_str(p, &at, t[i].ks);
+fail:
+    bd_free(t);
+    *out = p;
+    return st;
+}
+
 /* CategoryMapper: cats_strings[i] <-> cats_int64s[i], both ways. */
 static braid_status parse_category_mapper(bd_node *n, bd_ml_params **out, bd_err *e)
 {
     braid_status st = BRAID_OK;
     const char *const *cs = NULL, *def = NULL;
-    int64_t ncs = -1;
+    int64_t ncs = -1, def_i;
     int is;
     ml_list ci = {.n = -1};
-    bd_ml_params *p = NULL;
-    skv *t = NULL;
-    size_t bytes = 0, at = 0;
+    *out = NULL;
     BD_TRY(get_strs(n, "cats_strings", &cs, &ncs, &is, e));
     BD_TRY(get_list(n, "cats_int64s", &ci, e));
     if (ncs < 0 || ci.n < 0) {
@@ -308,29 +341,36 @@ static braid_status parse_category_mapper(bd_node *n, bd_ml_params **out, bd_err
         goto fail;
     }
     BD_TRY(bd_attr_string(n, "default_string", "_Unused", &def, e));
-    t = bd_calloc((size_t)ncs + 1, sizeof *t);
-    BD_CHECK_ALLOC(e, t);
-    for (int64_t i = 0; i < ncs; i++) {
-        t[i] = (skv){.ks = cs[i], .ki = ci.i[i]};
-        bytes += 2 * (strlen(cs[i]) + 1);
-    }
-    bytes += strlen(def) + 1;
-    p = params_with_strings(4 * ncs, bytes);
-    BD_CHECK_ALLOC(e, p);
-    p->n_a = ncs;
-    BD_TRY(bd_attr_int(n, "default_int64", -1, &p->def_i, e));
-    p->def_s = put_str(p, &at, def);
-    /* by string (the first of equal strings wins, as a map built in order keeps it) */
-    for (int64_t i = 0; i < ncs; i++) t[i].vi = i;
-    qsort(t, (size_t)ncs, sizeof *t, skv_cmp_s);
-    for (int64_t i = 0; i < ncs; i++) p->data[i] = put_str(p, &at, t[i].ks), p->data[ncs + i] = t[i].ki;
-    qsort(t, (size_t)ncs, sizeof *t, skv_cmp_i);
-    for (int64_t i = 0; i < ncs; i++) p->data[2 * ncs + i] = t[i].ki, p->data[3 * ncs + i] = put_str(p, &at, t[i].ks);
+    BD_TRY(bd_attr_int(n, "default_int64", -1, &def_i, e));
+    st = category_table(cs, ci.i, ncs, def_i, def, out, e);
 fail:
-    bd_free(t);
     list_free(&ci);
-    if (st) bd_free(p), p = NULL;
-    *out = p;
+    return st;
+}
+
+/* LabelEncoder opset 1: classes_strings[i] <-> i, both ways (string to int64
+ * with default_int64, int64 to string with default_string). */
+static braid_status parse_label_encoder_v1(bd_node *n, bd_ml_params **out, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    const char *const *cs = NULL, *def = NULL;
+    int64_t ncs = -1, def_i, *idx = NULL;
+    int is;
+    *out = NULL;
+    BD_TRY(get_strs(n, "classes_strings", &cs, &ncs, &is, e));
+    if (ncs < 0) {
+        st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'classes_strings' is required at opset 1");
+        goto fail;
+    }
+    BD_TRY(bd_attr_string(n, "default_string", "_Unused", &def, e));
+    BD_TRY(bd_attr_int(n, "default_int64", -1, &def_i, e));
+    idx = bd_malloc((size_t)(ncs + 1) * sizeof *idx);
+    BD_CHECK_ALLOC(e, idx);
+    for (int64_t i = 0; i < ncs; i++) idx[i] = i;
+    st = category_table(cs, idx, ncs, def_i, def, out, e);
+    if (!st) (*out)->v1 = 1;
+fail:
+    bd_free(idx);
     return st;
 }
 
@@ -341,11 +381,7 @@ static braid_status parse_label_encoder(bd_node *n, bd_ml_params **out, bd_err *
     ml_list k = {.n = -1}, v = {.n = -1}, d = {.n = -1};
     bd_ml_params *p = NULL;
     key_val *kv = NULL;
-    if (n->opset < 2) {
-        st = BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "LabelEncoder opset 1 maps strings to int64: braid has no string "
-                                               "tensors here");
-        goto fail;
-    }
+    if (n->opset < 2) return parse_label_encoder_v1(n, out, e);
     BD_TRY(refuse_strings(n, strs, 1, e));
     {
         const bd_attr *kt = bd_node_attr(n, "keys_tensor"), *vt = bd_node_attr(n, "values_tensor");
@@ -605,7 +641,7 @@ braid_status bd_ml_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, 
         out[0].dims[out[0].rank - 1] = bd_numel(&in[1]);
         return BRAID_OK;
     }
-    if (n->op == BD_OP_ML_LabelEncoder && (p->str_keys || x->dtype == BRAID_DTYPE_STRING)) {
+    if (n->op == BD_OP_ML_LabelEncoder && !p->v1 && (p->str_keys || x->dtype == BRAID_DTYPE_STRING)) {
         if (!p->str_keys || x->dtype != BRAID_DTYPE_STRING)
             return BD_FAIL(e, BRAID_ERR_DTYPE, "input X has dtype %s, the keys are %s", bd_dtype_name(x->dtype),
                            p->str_keys ? "strings" : p->keys_int ? "integers" : "floats");
@@ -614,10 +650,10 @@ braid_status bd_ml_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, 
         out[0].dtype = p->out_dtype;
         return BRAID_OK;
     }
-    if (n->op == BD_OP_ML_CategoryMapper) {
+    if (n->op == BD_OP_ML_CategoryMapper || (n->op == BD_OP_ML_LabelEncoder && p->v1)) {
         if (x->dtype != BRAID_DTYPE_STRING && x->dtype != BRAID_DTYPE_INT64)
-            return BD_FAIL(e, BRAID_ERR_DTYPE, "input X has dtype %s; CategoryMapper maps string to int64 or int64 to "
-                           "string", bd_dtype_name(x->dtype));
+            return BD_FAIL(e, BRAID_ERR_DTYPE, "input X has dtype %s; %s maps string to int64 or int64 to "
+                           "string", bd_dtype_name(x->dtype), n->op_type);
         out[0] = *x;
         out[0].data = NULL;
         out[0].dtype = x->dtype == BRAID_DTYPE_STRING ? BRAID_DTYPE_INT64 : BRAID_DTYPE_STRING;

@@ -36,6 +36,7 @@ typedef struct bd_ml_params {
     int keys_int, vals_int; /* LabelEncoder: keys / values are int64 (else double) */
     int out_dtype;          /* LabelEncoder: the values' dtype */
     int str_keys, str_vals; /* LabelEncoder: keys / values are strings (run on the host) */
+    int v1;                 /* LabelEncoder opset 1: CategoryMapper's tables, onto 0..n-1 */
     int64_t n_data;         /* entries of data[]; strings follow (LabelEncoder, CategoryMapper) */
     int64_t def_s;          /* offset of the default string (string values; CategoryMapper) */
     int replace_nan;        /* Imputer: the replaced value is NaN */

@@ -2,7 +2,8 @@
 onnxruntime. Each case is a one-node model; onnxruntime's CPU provider gives
 the expected outputs; `braid check` must match them (strings exactly,
 numbers within the case's tolerance). Cases:
-  - LabelEncoder (opsets 2 and 4): string -> int64, int64 -> string,
+  - LabelEncoder opset 1 (classes_strings, both ways), and opsets 2 and 4:
+    string -> int64, int64 -> string, a repeated key (the first wins),
     string -> string, float -> string, string -> float, string -> int16
     through tensor attributes, defaults given or not, keys that miss, 2-D
     and empty inputs;
@@ -88,6 +89,13 @@ def string_cases():
         keys_tensor=helper.make_tensor("k", TP.INT64, [2], [5, 9]),
         values_tensor=helper.make_tensor("v", TP.STRING, [2], [b"five", b"nine"]),
         default_tensor=helper.make_tensor("d", TP.STRING, [1], [b"dflt"])), 4), xi))
+    c.append(("le_v1_str_int", model_of("LabelEncoder", x, [TP.INT64], dict(
+        classes_strings=["b", "zz", "a"], default_int64=-5), 1), x))
+    xv = np.array([0, 2, 7, -1, 1], np.int64)
+    c.append(("le_v1_int_str", model_of("LabelEncoder", xv, [TP.STRING], dict(
+        classes_strings=["b", "zz", "a"], default_string="none"), 1), xv))
+    c.append(("le_dup_keys", model_of("LabelEncoder", x, [TP.INT64], dict(
+        keys_strings=["a", "b", "a"], values_int64s=[1, 2, 3]), 2), x))
     xe = np.zeros((0, 3), dtype=object)
     c.append(("le_empty", model_of("LabelEncoder", xe, [TP.INT64], dict(keys_strings=["a"], values_int64s=[1]), 2), xe))
     c.append(("cm_str_int", model_of("CategoryMapper", x, [TP.INT64], dict(

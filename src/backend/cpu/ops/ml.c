@@ -111,7 +111,7 @@ static braid_status ml_strings(const bd_kernel *k, const bd_ml_params *p)
     for (int64_t i = 0; i < n; i++) {
         const char *vs = NULL;
         int64_t at;
-        if (k->node->op == BD_OP_ML_CategoryMapper) {
+        if (k->node->op == BD_OP_ML_CategoryMapper || p->v1) {
             if (x->dtype == BRAID_DTYPE_STRING) {
                 at = find_str(p, d, nk, ((const char *const *)x->data)[i]);
                 ((int64_t *)k->out[0].data)[i] = at >= 0 ? d[nk + at] : p->def_i;
@@ -151,7 +151,8 @@ braid_status bd_cpu_ml(const bd_kernel *k)
 {
     const bd_ml_params *p = k->node->params;
     if (!p) return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "ml parameters were not parsed");
-    if (k->node->op == BD_OP_ML_CategoryMapper || (k->node->op == BD_OP_ML_LabelEncoder && (p->str_keys || p->str_vals)))
+    if (k->node->op == BD_OP_ML_CategoryMapper ||
+        (k->node->op == BD_OP_ML_LabelEncoder && (p->str_keys || p->str_vals || p->v1)))
         return ml_strings(k, p);
     if (k->node->op == BD_OP_ML_ArrayFeatureExtractor) return afe(k);
     if (k->node->op == BD_OP_ML_FeatureVectorizer) return fvec(k, p);
