@@ -10,7 +10,11 @@
  * that fit the stream's workspace are timed on the node's own tensors and the
  * fastest is kept in a process-wide cache (bd_algo_choose, bd_algo_cache in
  * src/backend/cuda_logic.c); without timing, the heuristic's order. Tensors
- * past cuDNN's limits are refused before any cuDNN call. */
+ * past cuDNN's limits are refused before any cuDNN call. float16 and
+ * bfloat16 tensors go to cuDNN as CUDNN_DATA_HALF / CUDNN_DATA_BFLOAT16 with
+ * float32 accumulation (the convolution's compute type), so each output is
+ * rounded once; the padding, crop and epilogue kernels compute in float and
+ * round when they store. */
 #include <limits.h>
 #include <stdlib.h>
 
@@ -60,25 +64,65 @@ static const void *const test_fault_address = (const void *)(uintptr_t)0x100;
 
 /* ---- kernels ------------------------------------------------------------------------ */
 
+/* Element access by dtype: float, or float16/bfloat16 held as uint16_t and
+ * computed in float. */
+struct el_f32 {
+    typedef float T;
+    static __device__ __forceinline__ float ld(const T *p, int64_t i) { return p[i]; }
+    static __device__ __forceinline__ void st(T *p, int64_t i, float v) { p[i] = v; }
+};
+struct el_f16 {
+    typedef uint16_t T;
+    static __device__ __forceinline__ float ld(const T *p, int64_t i) { return bd_half_to_float_hd(p[i]); }
+    static __device__ __forceinline__ void st(T *p, int64_t i, float v) { p[i] = bd_float_to_half(v); }
+};
+struct el_bf16 {
+    typedef uint16_t T;
+    static __device__ __forceinline__ float ld(const T *p, int64_t i) { return bd_bf16_to_float(p[i]); }
+    static __device__ __forceinline__ void st(T *p, int64_t i, float v) { p[i] = bd_float_to_bf16(v); }
+};
+
+/* Calls f(E{}) with the element access of dtype dt; false for a dtype the
+ * family does not run. */
+template <class F> static bool el_dispatch(int dt, F &&f)
+{
+    switch (dt) {
+    case BRAID_DTYPE_FLOAT: f(el_f32{}); return true;
+    case BRAID_DTYPE_FLOAT16: f(el_f16{}); return true;
+    case BRAID_DTYPE_BFLOAT16: f(el_bf16{}); return true;
+    default: return false;
+    }
+}
+
+static cudnnDataType_t cudnn_type(int dt)
+{
+    return dt == BRAID_DTYPE_FLOAT16 ? CUDNN_DATA_HALF : dt == BRAID_DTYPE_BFLOAT16 ? CUDNN_DATA_BFLOAT16
+                                                                                    : CUDNN_DATA_FLOAT;
+}
+
+static size_t el_size(int dt) { return dt == BRAID_DTYPE_FLOAT ? sizeof(float) : sizeof(uint16_t); }
+
 /* y = bd_conv_epilogue(...) in place, one pass: the bias, the residual of an
  * Add folded into the Conv (input 3) and the fused activation (src/graph/fuse.c). */
-static __global__ void conv_epilogue(float *__restrict__ y, int64_t n, int64_t plane, int64_t c_out,
-                                     const float *__restrict__ bias, const float *__restrict__ z, int act, float a,
-                                     float b, int res)
+template <class E>
+static __global__ void conv_epilogue(typename E::T *__restrict__ y, int64_t n, int64_t plane, int64_t c_out,
+                                     const typename E::T *__restrict__ bias, const typename E::T *__restrict__ z,
+                                     int act, float a, float b, int res)
 {
     BD_CU_LOOP(i, n)
     {
-        float bv = bias ? bias[(i / plane) % c_out] : 0.0f;
-        y[i] = bd_conv_epilogue(act, a, b, res, y[i], bv, z ? z[i] : 0.0f);
+        float bv = bias ? E::ld(bias, (i / plane) % c_out) : 0.0f;
+        E::st(y, i, bd_conv_epilogue(act, a, b, res, E::ld(y, i), bv, z ? E::ld(z, i) : 0.0f));
     }
 }
 
 /* dst (planes x td x th x tw) = src (planes x sd x sh x sw) shifted by off, zero outside;
  * plus bias[plane % c] when bias is set. Serves both the input padding
  * (off = pad begin) and the output crop (off = -pad begin). */
-static __global__ void shift_copy(const float *__restrict__ src, float *__restrict__ dst, int64_t planes,
-                                  plane3 s, plane3 t, int64_t od, int64_t oh, int64_t ow,
-                                  const float *__restrict__ bias, int64_t c)
+template <class E>
+static __global__ void shift_copy(const typename E::T *__restrict__ src, typename E::T *__restrict__ dst,
+                                  int64_t planes, plane3 s, plane3 t, int64_t od, int64_t oh, int64_t ow,
+                                  const typename E::T *__restrict__ bias, int64_t c)
 {
     int64_t n = planes * t.d * t.h * t.w;
     BD_CU_LOOP(i, n)
@@ -90,9 +134,9 @@ static __global__ void shift_copy(const float *__restrict__ src, float *__restri
         int64_t sz = z - od, sy = y - oh, sx = x - ow;
         float v = 0.0f;
         if (sz >= 0 && sz < s.d && sy >= 0 && sy < s.h && sx >= 0 && sx < s.w)
-            v = src[((pl * s.d + sz) * s.h + sy) * s.w + sx];
-        if (bias) v += bias[pl % c];
-        dst[i] = v;
+            v = E::ld(src, ((pl * s.d + sz) * s.h + sy) * s.w + sx);
+        if (bias) v += E::ld(bias, pl % c);
+        E::st(dst, i, v);
     }
 }
 
@@ -118,8 +162,8 @@ extern "C" void bd_cuda_conv_free(const bd_node *n, void *cache)
 
 /* (N, C, spatial...) as cuDNN wants it: at least 2 spatial dims (a 1-D
  * convolution gets a leading unit dim), packed strides. */
-static braid_status set_tensor(cudnnTensorDescriptor_t d, int64_t n, int64_t c, const int64_t *sp, int nsp,
-                               bd_err *e)
+static braid_status set_tensor(cudnnTensorDescriptor_t d, cudnnDataType_t dt, int64_t n, int64_t c,
+                               const int64_t *sp, int nsp, bd_err *e)
 {
     braid_status st = BRAID_OK;
     int nb = 2 + (nsp < 2 ? 2 : nsp), dims[5], strides[5];
@@ -133,7 +177,7 @@ static braid_status set_tensor(cudnnTensorDescriptor_t d, int64_t n, int64_t c, 
         strides[i] = (int)s;
         s *= dims[i];
     }
-    BD_CUDNN_TRY(e, cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, nb, dims, strides));
+    BD_CUDNN_TRY(e, cudnnSetTensorNdDescriptor(d, dt, nb, dims, strides));
     return BRAID_OK;
 fail:
     return st;
@@ -336,6 +380,10 @@ static braid_status setup(const bd_cuda_kernel *k, conv_cache **out)
     }
     {
         const bd_conv_geom &g = c->g;
+        /* The tensors' type; the convolution's compute type stays float32 (the
+         * CUDNN_DATA_FLOAT of the convolution descriptor): cuDNN's pseudo-half
+         * configuration for float16 and bfloat16. */
+        cudnnDataType_t dt = cudnn_type(k->in[0].dtype);
         int nsp = g.nsp, nsp2 = nsp < 2 ? 2 : nsp, nb = 2 + nsp2;
         int sym = 1, nonneg = 1;
         for (int i = 0; i < nsp; i++) {
@@ -364,7 +412,7 @@ static braid_status setup(const bd_cuda_kernel *k, conv_cache **out)
             dil[i] = j < 0 ? 1 : (int)g.d[j];
             pads[i] = 0;
         }
-        BD_CUDNN_TRY(e, cudnnSetFilterNdDescriptor(c->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, nb, wdims));
+        BD_CUDNN_TRY(e, cudnnSetFilterNdDescriptor(c->wd, dt, CUDNN_TENSOR_NCHW, nb, wdims));
 
         /* The tensors cuDNN sees: the image side may be a padded or uncropped scratch. */
         int64_t x_sp[3], y_sp[3];
@@ -396,12 +444,12 @@ static braid_status setup(const bd_cuda_kernel *k, conv_cache **out)
         BD_CUDNN_TRY(e, cudnnSetConvolutionGroupCount(c->cd, (int)g.group));
         BD_CUDNN_TRY(e, cudnnSetConvolutionMathType(c->cd, k->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
         if (!tr) {
-            BD_TRY(set_tensor(c->xd, g.n, g.c_in, x_sp, nsp, e));
-            BD_TRY(set_tensor(c->yd, g.n, g.c_out, y_sp, nsp, e));
+            BD_TRY(set_tensor(c->xd, dt, g.n, g.c_in, x_sp, nsp, e));
+            BD_TRY(set_tensor(c->yd, dt, g.n, g.c_out, y_sp, nsp, e));
         } else {
             /* Backward data of the forward conv y -> x: dy is x, dx is y. */
-            BD_TRY(set_tensor(c->xd, g.n, g.c_in, x_sp, nsp, e));
-            BD_TRY(set_tensor(c->yd, g.n, g.c_out, y_sp, nsp, e));
+            BD_TRY(set_tensor(c->xd, dt, g.n, g.c_in, x_sp, nsp, e));
+            BD_TRY(set_tensor(c->yd, dt, g.n, g.c_out, y_sp, nsp, e));
         }
         if (c->mode == CONVT_DIRECT) {
             /* cuDNN derives the forward output (our x) from y; it must agree. */
@@ -418,7 +466,7 @@ static braid_status setup(const bd_cuda_kernel *k, conv_cache **out)
                 }
                 BD_CUDNN_TRY(e, cudnnSetConvolutionNdDescriptor(c->cd, nsp2, pads, strides, dil,
                                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-                BD_TRY(set_tensor(c->yd, g.n, g.c_out, y_sp, nsp, e));
+                BD_TRY(set_tensor(c->yd, dt, g.n, g.c_out, y_sp, nsp, e));
             }
         }
         if (c->mode == CONVT_CROPPED) {
@@ -442,12 +490,12 @@ static braid_status setup(const bd_cuda_kernel *k, conv_cache **out)
             for (int i = 0; i < nb; i++) bdims[i] = 1;
             bdims[1] = (int)g.c_out;
             for (int i = 0; i < nb; i++) bstr[i] = i <= 1 ? (i == 0 ? (int)g.c_out : 1) : 1;
-            BD_CUDNN_TRY(e, cudnnSetTensorNdDescriptor(c->bd, CUDNN_DATA_FLOAT, nb, bdims, bstr));
+            BD_CUDNN_TRY(e, cudnnSetTensorNdDescriptor(c->bd, dt, nb, bdims, bstr));
         }
         /* Scratch for padding or cropping. */
         if (c->mode == CONV_PADDED || c->mode == CONVT_CROPPED) {
             plane3 t = c->mode == CONV_PADDED ? c->tmp_img : c->img;
-            c->tmp_bytes = (size_t)(c->planes * t.d * t.h * t.w) * sizeof(float);
+            c->tmp_bytes = (size_t)(c->planes * t.d * t.h * t.w) * el_size(k->in[0].dtype);
             cudaError_t ce = bd_cuda_scratch_alloc(&c->tmp, c->tmp_bytes);
             if (ce != cudaSuccess) {
                 st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "cannot allocate %.1f MiB of scratch for the "
@@ -460,6 +508,7 @@ static braid_status setup(const bd_cuda_kernel *k, conv_cache **out)
         memset(&key, 0, sizeof key);
         int64_t *kv = key.v + 5;
         *kv++ = c->mode;
+        *kv++ = k->in[0].dtype;
         *kv++ = g.n, *kv++ = g.c_in, *kv++ = g.c_out, *kv++ = g.group, *kv++ = nsp;
         for (int i = 0; i < nsp2; i++) *kv++ = pads[i], *kv++ = strides[i], *kv++ = dil[i], *kv++ = wdims[2 + i];
         for (int i = 0; i < nsp; i++) *kv++ = x_sp[i], *kv++ = y_sp[i];
@@ -474,15 +523,29 @@ fail:
 
 /* ---- the launcher ------------------------------------------------------------------- */
 
+/* The padding or crop copy of c (shift_copy) from src into dst, in dtype dt. */
+static void launch_shift(int dt, const conv_cache *c, const void *src, void *dst, plane3 s, plane3 t, const void *bias,
+                         int64_t ch, cudaStream_t stream)
+{
+    int64_t n = c->planes * t.d * t.h * t.w;
+    el_dispatch(dt, [&](auto e) {
+        typedef decltype(e) E;
+        typedef typename E::T T;
+        shift_copy<E><<<bd_cu_grid(n), BD_CU_BLOCK, 0, stream>>>((const T *)src, (T *)dst, c->planes, s, t, c->off[0],
+                                                                 c->off[1], c->off[2], (const T *)bias, ch);
+    });
+}
+
 extern "C" braid_status bd_cuda_conv(const bd_cuda_kernel *k)
 {
     braid_status st = BRAID_OK;
     bd_err *e = k->err;
+    int dt = k->in[0].dtype;
     if (k->node->op != BD_OP_Conv && k->node->op != BD_OP_ConvTranspose)
         return BD_FAIL(e, BRAID_ERR_INTERNAL, "op %s is not in the conv family", k->node->op_type);
-    if (k->in[0].dtype != BRAID_DTYPE_FLOAT)
-        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "the CUDA %s runs float tensors, not %s", k->node->op_type,
-                       bd_dtype_name(k->in[0].dtype));
+    if (dt != BRAID_DTYPE_FLOAT && dt != BRAID_DTYPE_FLOAT16 && dt != BRAID_DTYPE_BFLOAT16)
+        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "the CUDA %s runs float, float16 and bfloat16 tensors, not %s",
+                       k->node->op_type, bd_dtype_name(dt));
     if (bd_numel(&k->out[0]) == 0) return BRAID_OK;
     if (bd_numel(&k->in[0]) == 0 || bd_numel(&k->in[1]) == 0)
         return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "the CUDA %s does not run empty inputs", k->node->op_type);
@@ -492,39 +555,42 @@ extern "C" braid_status bd_cuda_conv(const bd_cuda_kernel *k)
         *k->cache = c;
     }
     {
+        /* alpha and beta are float for float, float16 and bfloat16 data alike. */
         const float one = 1.0f, zero = 0.0f;
-        const float *x = (const float *)k->in[0].data, *w = (const float *)k->in[1].data;
-        const float *bias = k->n_in > 2 && k->in[2].data ? (const float *)k->in[2].data : NULL;
-        float *y = (float *)k->out[0].data;
+        const void *x = k->in[0].data, *w = k->in[1].data;
+        const void *bias = k->n_in > 2 && k->in[2].data ? k->in[2].data : NULL;
+        void *y = k->out[0].data;
         const plane3 &a = c->img, &t = c->tmp_img;
         switch (c->mode) {
         case CONV_DIRECT:
         case CONV_PADDED: {
-            const float *src = x;
+            const void *src = x;
             if (c->mode == CONV_PADDED) {
-                int64_t n = c->planes * t.d * t.h * t.w;
-                shift_copy<<<bd_cu_grid(n), BD_CU_BLOCK, 0, k->stream>>>(x, (float *)c->tmp, c->planes, a, t, c->off[0],
-                                                                        c->off[1], c->off[2], NULL, 1);
+                launch_shift(dt, c, x, c->tmp, a, t, NULL, 1, k->stream);
                 BD_CU_CHECK_LAUNCH(k, "the convolution's padding kernel");
-                src = (const float *)c->tmp;
+                src = c->tmp;
             }
-            if (c->inject) src = (const float *)test_fault_address;
+            if (c->inject) src = test_fault_address;
             BD_CUDNN_TRY(e, cudnnConvolutionForward(k->cudnn, &one, c->xd, src, c->wd, w, c->cd,
                                                     (cudnnConvolutionFwdAlgo_t)c->fwd_algo, k->workspace,
                                                     c->ws_need, &zero, c->yd, y));
             const bd_conv_params *pa = (const bd_conv_params *)k->node->params;
-            const float *z = pa->res != BD_RES_NONE && k->n_in > 3 ? (const float *)k->in[3].data : NULL;
+            const void *z = pa->res != BD_RES_NONE && k->n_in > 3 ? k->in[3].data : NULL;
             if (bias || z || pa->act != BD_ACT_NONE) {
                 int64_t n = bd_numel(&k->out[0]);
-                conv_epilogue<<<bd_cu_grid(n), BD_CU_BLOCK, 0, k->stream>>>(y, n, n / (c->g.n * c->g.c_out),
-                                                                           c->g.c_out, bias, z, pa->act, pa->act_a,
-                                                                           pa->act_b, pa->res);
+                el_dispatch(dt, [&](auto el) {
+                    typedef decltype(el) E;
+                    typedef typename E::T T;
+                    conv_epilogue<E><<<bd_cu_grid(n), BD_CU_BLOCK, 0, k->stream>>>(
+                        (T *)y, n, n / (c->g.n * c->g.c_out), c->g.c_out, (const T *)bias, (const T *)z, pa->act,
+                        pa->act_a, pa->act_b, pa->res);
+                });
                 BD_CU_CHECK_LAUNCH(k, "the convolution's epilogue (bias, residual, activation)");
             }
             break;
         }
         case CONVT_DIRECT:
-            if (c->inject) x = (const float *)test_fault_address;
+            if (c->inject) x = test_fault_address;
             BD_CUDNN_TRY(e, cudnnConvolutionBackwardData(k->cudnn, &one, c->wd, w, c->xd, x, c->cd,
                                                          (cudnnConvolutionBwdDataAlgo_t)c->bwd_algo, k->workspace,
                                                          c->ws_need, &zero, c->yd, y));
@@ -534,10 +600,7 @@ extern "C" braid_status bd_cuda_conv(const bd_cuda_kernel *k)
             BD_CUDNN_TRY(e, cudnnConvolutionBackwardData(k->cudnn, &one, c->wd, w, c->xd, x, c->cd,
                                                          (cudnnConvolutionBwdDataAlgo_t)c->bwd_algo, k->workspace,
                                                          c->ws_need, &zero, c->yd, c->tmp));
-            int64_t n = c->planes * t.d * t.h * t.w;
-            shift_copy<<<bd_cu_grid(n), BD_CU_BLOCK, 0, k->stream>>>((const float *)c->tmp, y, c->planes, a, t,
-                                                                    c->off[0], c->off[1], c->off[2], bias,
-                                                                    c->g.c_out);
+            launch_shift(dt, c, c->tmp, y, a, t, bias, c->g.c_out, k->stream);
             BD_CU_CHECK_LAUNCH(k, "the transposed convolution's crop kernel");
             break;
         }

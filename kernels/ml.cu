@@ -59,6 +59,9 @@ extern "C" braid_status bd_cuda_ml(const bd_cuda_kernel *k)
     if (!p) return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "ml parameters were not parsed");
     const bd_tensor *x = &k->in[0];
     int64_t c = x->rank >= 1 ? x->dims[x->rank - 1] : 1;
+    if (k->node->op == BD_OP_ML_CategoryMapper || p->str_keys || p->str_vals || p->v1)
+        return BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "%s on string tensors runs on the CPU only: strings stay on "
+                       "the host", k->node->op_type);
     if (k->node->op == BD_OP_ML_ArrayFeatureExtractor) {
         int64_t n = bd_numel(&k->out[0]), m = bd_numel(&k->in[1]);
         const int64_t *hidx = k->host_in ? (const int64_t *)k->host_in[1].data : NULL;

@@ -87,3 +87,16 @@ endif()
 add_test(NAME unit/contrib_attention COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_contrib_attention.py ${BRAID_BIN}
          ${CMAKE_BINARY_DIR}/tmp/contrib_attention)
 set_tests_properties(unit/contrib_attention PROPERTIES LABELS unit TIMEOUT 600)
+# ai.onnx.preview FlexAttention (expanded at load) against onnx's reference:
+# modifiers reading outer values, GQA, dtypes and softmax precisions, refusals.
+add_test(NAME unit/flex_attention COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_flex_attention.py ${BRAID_BIN}
+         ${CMAKE_BINARY_DIR}/tmp/flex_attention)
+set_tests_properties(unit/flex_attention PROPERTIES LABELS unit TIMEOUT 600)
+# ai.onnx.ml on strings (LabelEncoder, CategoryMapper) and the SVMs against onnxruntime.
+add_test(NAME unit/ml_strings COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_ml_strings.py ${BRAID_BIN}
+         ${CMAKE_BINARY_DIR}/tmp/ml_strings)
+set_tests_properties(unit/ml_strings PROPERTIES LABELS unit TIMEOUT 600)
+# Cast and CastLike between strings and numbers, against numpy's text and parse.
+add_test(NAME unit/cast_strings COMMAND ${PY} ${CMAKE_SOURCE_DIR}/tests/python/test_cast_strings.py ${BRAID_BIN}
+         ${CMAKE_BINARY_DIR}/tmp/cast_strings)
+set_tests_properties(unit/cast_strings PROPERTIES LABELS unit TIMEOUT 600)

@@ -6,7 +6,8 @@
  * folded into new weight and bias constants, W'[m] = W[m] * s[m] and
  * b'[m] = b[m] * s[m] + t[m]; the Conv writes the affine's output and is
  * named "conv+mul+add" (or "conv+bn"). The old weights go when nothing else
- * reads them. Then: a Conv whose output is read by exactly one node, a
+ * reads them. Then: a float Conv (not one known to be float16 or bfloat16,
+ * whose reference rounds before the activation) whose output is read by exactly one node, a
  * Relu, LeakyRelu, Clip (with constant bounds), HardSigmoid, HardSwish,
  * Sigmoid or Swish with alpha 1, and is not a graph output, takes that activation into its
  * epilogue: the activation node goes, the Conv writes the activation's
@@ -77,6 +78,19 @@ static int act_of(const bd_graph *g, const bd_node *r, int *act, float *a, float
     }
     default: return 0;
     }
+}
+
+/* 1 when Conv node c is known to run float16 or bfloat16: its activation
+ * stays a node of its own, since the reference rounds the Conv's output
+ * before the activation and an epilogue would round once after it. */
+static int half_conv(const bd_graph *g, const bd_node *c)
+{
+    for (int i = 0; i < 2 && i < c->n_in; i++) {
+        int v = c->in[i];
+        if (v >= 0 && (g->values[v].dtype == BRAID_DTYPE_FLOAT16 || g->values[v].dtype == BRAID_DTYPE_BFLOAT16))
+            return 1;
+    }
+    return 0;
 }
 
 /* ---- load time: a per-channel affine folded into the Conv before it --------------- */
@@ -290,7 +304,7 @@ braid_status bd_graph_fuse(bd_graph *g, bd_err *e)
     for (int i = 0; i < g->n_nodes; i++) {
         bd_node *c = &g->nodes[i];
         if (gone[i]) continue;
-        if (c->op != BD_OP_Conv || !c->params || c->n_out != 1) continue;
+        if (c->op != BD_OP_Conv || !c->params || c->n_out != 1 || half_conv(g, c)) continue;
         int v = c->out[0], silu = -1;
         if (v >= 0 && readers[v] == 2 && !(g->values[v].flags & BD_VAL_OUTPUT)) silu = silu_of(g, v, readers, reader, gone);
         if (silu >= 0) { /* Conv -> Sigmoid -> Mul(conv, sigmoid): x sigmoid(x) */

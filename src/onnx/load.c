@@ -603,6 +603,65 @@ fail:
     return st;
 }
 
+/* The dtype of the value name means in sc, when the loader knows it (a graph
+ * input, an initializer, a constant); 0 otherwise. */
+static int dtype_of(const scope *sc, const char *name)
+{
+    for (; sc; sc = sc->parent) {
+        int v = map_find(&sc->m, sc->g, name);
+        if (v >= 0 && sc->g->values[v].dtype) return sc->g->values[v].dtype;
+    }
+    return 0;
+}
+
+/* Dim 1 of the rank-4 value name means in sc when the loader knows it
+ * (a graph input or constant of static shape); -1 otherwise. */
+static int64_t heads_of(const scope *sc, const char *name)
+{
+    for (; sc; sc = sc->parent) {
+        int v = map_find(&sc->m, sc->g, name);
+        if (v >= 0 && sc->g->values[v].rank == 4 && sc->g->values[v].dims[1] > 0) return sc->g->values[v].dims[1];
+    }
+    return -1;
+}
+
+/* A node braid expands into other ops (expand.c: FlexAttention), read as a
+ * call of its body: the node's inputs, then the outer-scope names its
+ * subgraphs read, all in the caller's namespace. */
+static braid_status expand_node(load_ctx *c, scope *sc, const Onnx__NodeProto *np, const char *name, int *cap_nodes,
+                                bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    bd_expansion x = {0};
+    char **names = NULL;
+    int64_t os = opset_of(c, "");
+    if (os < 15)
+        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "braid expands %s into default-domain ops of opset 15 or later; the "
+                       "model imports %s%lld", np->op_type, os < 0 ? "none" : "opset ", os < 0 ? 0LL : (long long)os);
+    const char *q = tr_name(c, c->fr, np->input[0]), *k = tr_name(c, c->fr, np->input[1]);
+    BD_CHECK_ALLOC(e, q && k);
+    int64_t hq = heads_of(sc, q);
+    BD_TRY(bd_expand_flex_attention(np, dtype_of(sc, q), hq > 0 && hq == heads_of(sc, k), &x, e));
+    size_t n_in = 3 + (size_t)x.n_outer;
+    names = bd_calloc(n_in + 2, sizeof *names);
+    BD_CHECK_ALLOC(e, names);
+    for (size_t i = 0; i < n_in + 1; i++) {
+        const char *nm = i < 3 ? np->input[i] : i < n_in ? x.outer[i - 3] : np->output[0];
+        names[i] = (char *)tr_name(c, c->fr, nm);
+        BD_CHECK_ALLOC(e, names[i]);
+    }
+    Onnx__NodeProto call = *np;
+    call.input = names;
+    call.n_input = n_in;
+    call.output = names + n_in;
+    call.n_output = 1;
+    st = expand_function(c, sc, &x.f, &call, name, cap_nodes, e);
+fail:
+    bd_free(names);
+    bd_expansion_free(&x);
+    return st;
+}
+
 static braid_status read_node(load_ctx *c, scope *sc, const Onnx__NodeProto *np, int index, int *cap_nodes,
                               bd_err *e)
 {
@@ -664,6 +723,11 @@ static braid_status read_node(load_ctx *c, scope *sc, const Onnx__NodeProto *np,
                        op_type, n_out, op_type, info->min_out,
                        info->max_out == BD_VARIADIC ? 9999 : info->max_out);
 
+    if (op == BD_OP_PV_FlexAttention) { /* becomes the ops of its function body */
+        st = expand_node(c, sc, np, name, cap_nodes, e);
+        if (st) bd_err_prefix(e, "node '%s' (%s): ", name, op_type);
+        return st;
+    }
     if (op == BD_OP_Constant) { /* becomes a constant value, not a node */
         const char *on = tr_name(c, c->fr, np->output[0]);
         int v;

@@ -1,8 +1,9 @@
 /* cast.c: attribute parsing, dtype checks, shape inference and cost of the
  * cast op family: Cast (attribute 'to') and CastLike (the dtype of its second
  * input), between every numeric dtype braid has, with 'saturate' (opset 19,
- * float8 targets) and 'round_mode' (opset 24, float8e8m0 targets). Casts of
- * and to strings belong to the string family: refused here as UNSUPPORTED. */
+ * float8 targets) and 'round_mode' (opset 24, float8e8m0 targets), and
+ * between strings and the floats (float, double, float16, bfloat16), the
+ * integers and bool (on the host; formats in src/backend/cpu/ops/cast.c). */
 #include "cast.h"
 
 #include <string.h>
@@ -15,6 +16,18 @@ static int castable(int dt)
 {
     return dt > BRAID_DTYPE_UNDEFINED && dt <= BRAID_DTYPE_FLOAT6E3M2 && dt != BRAID_DTYPE_STRING &&
            dt != BRAID_DTYPE_COMPLEX64 && dt != BRAID_DTYPE_COMPLEX128;
+}
+
+/* 1 for the dtypes that convert to and from strings. */
+static int string_castable(int dt)
+{
+    switch (dt) {
+    case BRAID_DTYPE_FLOAT: case BRAID_DTYPE_DOUBLE: case BRAID_DTYPE_FLOAT16: case BRAID_DTYPE_BFLOAT16:
+    case BRAID_DTYPE_INT8: case BRAID_DTYPE_INT16: case BRAID_DTYPE_INT32: case BRAID_DTYPE_INT64:
+    case BRAID_DTYPE_UINT8: case BRAID_DTYPE_UINT16: case BRAID_DTYPE_UINT32: case BRAID_DTYPE_UINT64:
+    case BRAID_DTYPE_BOOL: case BRAID_DTYPE_STRING: return 1;
+    default: return 0;
+    }
 }
 
 static braid_status refuse(int dt, const char *what, bd_err *e)
@@ -70,7 +83,7 @@ braid_status bd_cast_parse(bd_node *n, bd_err *e)
         } else {
             BD_TRY(bd_attr_int(n, "to", 0, &to, e));
         }
-        if (to != (int)to || !castable((int)to)) {
+        if (to != (int)to || (!castable((int)to) && to != BRAID_DTYPE_STRING)) {
             st = refuse((int)to, "to", e);
             goto fail;
         }
@@ -83,12 +96,17 @@ fail:
 braid_status bd_cast_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
 {
     const bd_cast_params *p = n->params;
-    if (!castable(in[0].dtype)) return refuse(in[0].dtype, "from", e);
+    int from = in[0].dtype;
+    if (!castable(from) && from != BRAID_DTYPE_STRING) return refuse(from, "from", e);
     int to = p ? p->to : BRAID_DTYPE_UNDEFINED;
     if (n->op == BD_OP_CastLike) {
         to = in[1].dtype;
-        if (!castable(to)) return refuse(to, "to", e);
+        if (!castable(to) && to != BRAID_DTYPE_STRING) return refuse(to, "to", e);
     }
+    if ((from == BRAID_DTYPE_STRING || to == BRAID_DTYPE_STRING) && (!string_castable(from) || !string_castable(to)))
+        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "cast from %s to %s is not supported (strings convert to and from "
+                       "the floats float, double, float16 and bfloat16, the integers and bool)", bd_dtype_name(from),
+                       bd_dtype_name(to));
     out[0] = in[0];
     out[0].data = NULL;
     out[0].dtype = to;

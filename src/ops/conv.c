@@ -87,7 +87,8 @@ braid_status bd_conv_geometry(const bd_node *n, const bd_tensor *x, const bd_ten
     braid_status st;
     if (!p) return BD_FAIL(e, BRAID_ERR_INTERNAL, "attributes were not parsed");
     /* A dtype braid does not run is UNSUPPORTED; inputs that disagree are DTYPE. */
-    if ((st = bd_expect_dtype(x, "input X", e, BRAID_DTYPE_FLOAT, 0))) return st;
+    if ((st = bd_expect_dtype(x, "input X", e, BRAID_DTYPE_FLOAT, BRAID_DTYPE_FLOAT16, BRAID_DTYPE_BFLOAT16, 0)))
+        return st;
     if (w->dtype != x->dtype || (b && b->dtype != BRAID_DTYPE_UNDEFINED && b->dtype != x->dtype))
         return BD_FAIL(e, BRAID_ERR_DTYPE, "input X is %s but W is %s%s%s; they must match",
                        bd_dtype_name(x->dtype), bd_dtype_name(w->dtype),
@@ -204,7 +205,7 @@ braid_status bd_conv_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out
     bd_conv_geom g;
     braid_status st = bd_conv_geometry(n, &in[0], &in[1], n->n_in > 2 ? &in[2] : NULL, &g, e);
     if (st) return st;
-    out[0].dtype = BRAID_DTYPE_FLOAT;
+    out[0].dtype = in[0].dtype;
     out[0].rank = g.nsp + 2;
     out[0].dims[0] = g.n;
     out[0].dims[1] = g.c_out;

@@ -1,10 +1,11 @@
 /* ml.c: attribute parsing, dtype checks, shape inference and cost of the ml
- * op family (ai.onnx.ml): ArrayFeatureExtractor, Binarizer, Imputer,
- * LabelEncoder (numeric keys and values, the opset 2 list attributes and
- * the opset 4 tensor ones), LinearClassifier (int64 labels), LinearRegressor,
- * Normalizer, OneHotEncoder (int64 categories) and Scaler. String keys,
- * values, labels or categories are refused by name: braid has no string
- * tensors in this family. */
+ * op family (ai.onnx.ml): ArrayFeatureExtractor, Binarizer, CategoryMapper
+ * (strings to int64 and back, on the host), Imputer, LabelEncoder (opset 1's
+ * classes_strings as a CategoryMapper onto 0..n-1; numeric or string keys
+ * and values, the opset 2 list attributes and the opset 4 tensor ones;
+ * string ones run on the host), LinearClassifier (int64 labels),
+ * LinearRegressor, Normalizer, OneHotEncoder (int64 categories) and Scaler.
+ * String labels and string categories are refused by name. */
 #include <stdlib.h>
 
 #include "ml.h"
@@ -58,11 +59,11 @@ static braid_status get_list(const bd_node *n, const char *name, ml_list *l, bd_
             return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "attribute '%s' holds strings: braid runs %s on numbers only",
                            name, n->op_type);
         if (l->dtype != BRAID_DTYPE_FLOAT && l->dtype != BRAID_DTYPE_DOUBLE && l->dtype != BRAID_DTYPE_INT64 &&
-            l->dtype != BRAID_DTYPE_INT32)
+            l->dtype != BRAID_DTYPE_INT32 && l->dtype != BRAID_DTYPE_INT16)
             return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "attribute '%s' has dtype %s, which braid does not run here",
                            name, bd_dtype_name(l->dtype));
         cnt = bd_numel(a->t);
-        l->is_int = l->dtype == BRAID_DTYPE_INT64 || l->dtype == BRAID_DTYPE_INT32;
+        l->is_int = l->dtype == BRAID_DTYPE_INT64 || l->dtype == BRAID_DTYPE_INT32 || l->dtype == BRAID_DTYPE_INT16;
     } else {
         return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute '%s' must be a list of numbers", name);
     }
@@ -78,6 +79,7 @@ static braid_status get_list(const bd_node *n, const char *name, ml_list *l, bd_
         else if (a->type == BD_ATTR_INTS) l->i[k] = a->ints[k], l->f[k] = (double)a->ints[k];
         else if (l->dtype == BRAID_DTYPE_INT64) l->i[k] = ((const int64_t *)a->t->data)[k], l->f[k] = (double)l->i[k];
         else if (l->dtype == BRAID_DTYPE_INT32) l->i[k] = ((const int32_t *)a->t->data)[k], l->f[k] = (double)l->i[k];
+        else if (l->dtype == BRAID_DTYPE_INT16) l->i[k] = ((const int16_t *)a->t->data)[k], l->f[k] = (double)l->i[k];
         else l->f[k] = bd_ml_ld(a->t->data, l->dtype, k), l->i[k] = (int64_t)l->f[k];
     }
     return BRAID_OK;
@@ -115,6 +117,263 @@ static int key_cmp_f(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* A list of strings: attribute `name` as STRINGS or a string TENSOR; *cnt =
+ * -1 when absent, 0 with *is = 0 when it holds numbers (a numeric tensor). */
+static braid_status get_strs(const bd_node *n, const char *name, const char *const **strs, int64_t *cnt, int *is,
+                             bd_err *e)
+{
+    const bd_attr *a = bd_node_attr(n, name);
+    *cnt = -1, *is = 0, *strs = NULL;
+    if (!a) return BRAID_OK;
+    if (a->type == BD_ATTR_STRINGS) {
+        *strs = (const char *const *)a->strings, *cnt = a->n, *is = 1;
+    } else if (a->type == BD_ATTR_TENSOR && a->t && a->t->dtype == BRAID_DTYPE_STRING) {
+        *strs = a->t->data, *cnt = bd_numel(a->t), *is = 1;
+        for (int64_t i = 0; i < *cnt; i++)
+            if (!(*strs)[i]) return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute '%s' has no string at %lld", name,
+                                            (long long)i);
+    } else if (a->type == BD_ATTR_STRING) {
+        return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute '%s' must be a list of strings, not one string", name);
+    }
+    return BRAID_OK;
+}
+
+/* One key -> value pair of a string-keyed or string-valued map. */
+typedef struct skv {
+    const char *ks, *vs;
+    int64_t ki, vi;
+    double kf, vf;
+    int64_t ord; /* the pair's place in the attributes: equal keys keep it, so the first wins the search */
+} skv;
+static int ord_cmp(const skv *a, const skv *b) { return a->ord < b->ord ? -1 : a->ord > b->ord; }
+static int skv_cmp_s(const void *a, const void *b)
+{
+    int c = strcmp(((const skv *)a)->ks, ((const skv *)b)->ks);
+    return c ? c : ord_cmp(a, b);
+}
+static int skv_cmp_i(const void *a, const void *b)
+{
+    int64_t x = ((const skv *)a)->ki, y = ((const skv *)b)->ki;
+    return x != y ? (x < y ? -1 : 1) : ord_cmp(a, b);
+}
+static int skv_cmp_f(const void *a, const void *b)
+{
+    double x = ((const skv *)a)->kf, y = ((const skv *)b)->kf;
+    if (x != x || y != y) return x != x && y != y ? ord_cmp(a, b) : (x != x) - (y != y);
+    return x != y ? (x < y ? -1 : 1) : ord_cmp(a, b);
+}
+
+/* Params with n_data entries and room for the strings of the listed tables
+ * (bytes: their total length with terminators), and a writer of strings. */
+static bd_ml_params *params_with_strings(int64_t n_data, size_t bytes)
+{
+    bd_ml_params *p = bd_calloc(1, sizeof *p + (size_t)(n_data + 1) * 8 + bytes + 1);
+    if (p) p->n_data = n_data;
+    return p;
+}
+static int64_t put_str(bd_ml_params *p, size_t *at, const char *s)
+{
+    char *area = (char *)(p->data + p->n_data);
+    size_t l = strlen(s);
+    memcpy(area + *at, s, l + 1);
+    int64_t off = (int64_t)*at;
+    *at += l + 1;
+    return off;
+}
+
+/* LabelEncoder with string keys or values (opsets 2 to 4): keys_strings or a
+ * string keys_tensor, values_strings or a string values_tensor, the default
+ * from default_string / default_tensor (strings) or default_int64 /
+ * default_float / default_tensor (numbers). */
+static braid_status parse_label_encoder_str(bd_node *n, int skeys, int svals, bd_ml_params **out, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    ml_list k = {.n = -1}, v = {.n = -1}, d = {.n = -1};
+    const char *const *ks = NULL, *const *vs = NULL, *const *ds = NULL;
+    int64_t nk = -1, nv = -1, nd = -1;
+    int is;
+    bd_ml_params *p = NULL;
+    skv *t = NULL;
+    size_t bytes = 0, at = 0;
+    if (skeys) {
+        BD_TRY(get_strs(n, "keys_tensor", &ks, &nk, &is, e));
+        if (nk < 0) BD_TRY(get_strs(n, "keys_strings", &ks, &nk, &is, e));
+    } else {
+        BD_TRY(get_list(n, "keys_tensor", &k, e));
+        if (k.n < 0) BD_TRY(get_list(n, "keys_int64s", &k, e));
+        if (k.n < 0) BD_TRY(get_list(n, "keys_floats", &k, e));
+        nk = k.n;
+    }
+    if (svals) {
+        BD_TRY(get_strs(n, "values_tensor", &vs, &nv, &is, e));
+        if (nv < 0) BD_TRY(get_strs(n, "values_strings", &vs, &nv, &is, e));
+    } else {
+        BD_TRY(get_list(n, "values_tensor", &v, e));
+        if (v.n < 0) BD_TRY(get_list(n, "values_int64s", &v, e));
+        if (v.n < 0) BD_TRY(get_list(n, "values_floats", &v, e));
+        nv = v.n;
+    }
+    if (nk < 0 || nv < 0) {
+        st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute '%s' is required (keys_int64s, keys_floats, keys_strings "
+                     "or keys_tensor; values_* likewise)", nk < 0 ? "keys_*" : "values_*");
+        goto fail;
+    }
+    if (nk != nv) {
+        st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attributes keys (%lld entries) and values (%lld) differ in length",
+                     (long long)nk, (long long)nv);
+        goto fail;
+    }
+    const char *def_str = "_Unused";
+    if (svals) {
+        const bd_attr *dt = bd_node_attr(n, "default_tensor");
+        if (dt) {
+            BD_TRY(get_strs(n, "default_tensor", &ds, &nd, &is, e));
+            if (!is || nd < 1) {
+                st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'default_tensor' must hold one string when the "
+                             "values are strings");
+                goto fail;
+            }
+            def_str = ds[0];
+        } else {
+            BD_TRY(bd_attr_string(n, "default_string", "_Unused", &def_str, e));
+        }
+    }
+    t = bd_calloc((size_t)nk + 1, sizeof *t);
+    BD_CHECK_ALLOC(e, t);
+    for (int64_t i = 0; i < nk; i++) {
+        t[i] = (skv){skeys ? ks[i] : NULL, svals ? vs[i] : NULL, skeys ? 0 : k.i[i], svals ? 0 : v.i[i],
+                     skeys ? 0 : k.f[i], svals ? 0 : v.f[i], i};
+        if (skeys) bytes += strlen(ks[i]) + 1;
+        if (svals) bytes += strlen(vs[i]) + 1;
+    }
+    if (svals) bytes += strlen(def_str) + 1;
+    qsort(t, (size_t)nk, sizeof *t, skeys ? skv_cmp_s : k.is_int ? skv_cmp_i : skv_cmp_f);
+    p = params_with_strings(2 * nk, bytes);
+    BD_CHECK_ALLOC(e, p);
+    p->str_keys = skeys, p->str_vals = svals;
+    p->keys_int = !skeys && k.is_int;
+    p->vals_int = !svals && v.is_int;
+    p->out_dtype = svals ? BRAID_DTYPE_STRING
+                   : v.dtype == BRAID_DTYPE_INT32 || v.dtype == BRAID_DTYPE_INT16 || v.dtype == BRAID_DTYPE_DOUBLE
+                   ? v.dtype : v.is_int ? BRAID_DTYPE_INT64 : BRAID_DTYPE_FLOAT;
+    p->n_a = p->n_b = nk;
+    for (int64_t i = 0; i < nk; i++) {
+        if (skeys) p->data[i] = put_str(p, &at, t[i].ks);
+        else if (k.is_int) p->data[i] = t[i].ki;
+        else memcpy(&p->data[i], &t[i].kf, 8);
+        if (svals) p->data[nk + i] = put_str(p, &at, t[i].vs);
+        else if (v.is_int) p->data[nk + i] = t[i].vi;
+        else memcpy(&p->data[nk + i], &t[i].vf, 8);
+    }
+    if (svals) {
+        p->def_s = put_str(p, &at, def_str);
+    } else {
+        p->def_i = -1;
+        p->def_f = -0.0;
+        BD_TRY(get_list(n, "default_tensor", &d, e));
+        if (d.n >= 1) {
+            p->def_i = d.i[0], p->def_f = d.f[0];
+        } else if (d.n == 0) {
+            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'default_tensor' is empty");
+            goto fail;
+        } else {
+            float f;
+            BD_TRY(bd_attr_int(n, "default_int64", -1, &p->def_i, e));
+            BD_TRY(bd_attr_float(n, "default_float", -0.0f, &f, e));
+            p->def_f = f;
+        }
+    }
+fail:
+    bd_free(t);
+    list_free(&k), list_free(&v), list_free(&d);
+    if (st) bd_free(p), p = NULL;
+    *out = p;
+    return st;
+}
+
+/* The two tables of a string <-> int64 map (CategoryMapper, LabelEncoder
+ * opset 1): cs[i] <-> ci[i], the first of equal keys winning either way. */
+static braid_status category_table(const char *const *cs, const int64_t *ci, int64_t n, int64_t def_i, const char *def,
+                                   bd_ml_params **out, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    bd_ml_params *p = NULL;
+    size_t bytes = strlen(def) + 1, at = 0;
+    skv *t = bd_calloc((size_t)n + 1, sizeof *t);
+    BD_CHECK_ALLOC(e, t);
+    for (int64_t i = 0; i < n; i++) {
+        t[i] = (skv){.ks = cs[i], .ki = ci[i], .ord = i};
+        bytes += 2 * (strlen(cs[i]) + 1);
+    }
+    p = params_with_strings(4 * n, bytes);
+    BD_CHECK_ALLOC(e, p);
+    p->n_a = n;
+    p->def_i = def_i;
+    p->def_s = put_str(p, &at, def);
+    qsort(t, (size_t)n, sizeof *t, skv_cmp_s);
+    for (int64_t i = 0; i < n; i++) p->data[i] = put_str(p, &at, t[i].ks), p->data[n + i] = t[i].ki;
+    qsort(t, (size_t)n, sizeof *t, skv_cmp_i);
+    for (int64_t i = 0; i < n; i++) p->data[2 * n + i] = t[i].ki, p->data[3 * n + i] = put_str(p, &at, t[i].ks);
+fail:
+    bd_free(t);
+    *out = p;
+    return st;
+}
+
+/* CategoryMapper: cats_strings[i] <-> cats_int64s[i], both ways. */
+static braid_status parse_category_mapper(bd_node *n, bd_ml_params **out, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    const char *const *cs = NULL, *def = NULL;
+    int64_t ncs = -1, def_i;
+    int is;
+    ml_list ci = {.n = -1};
+    *out = NULL;
+    BD_TRY(get_strs(n, "cats_strings", &cs, &ncs, &is, e));
+    BD_TRY(get_list(n, "cats_int64s", &ci, e));
+    if (ncs < 0 || ci.n < 0) {
+        st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute '%s' is required", ncs < 0 ? "cats_strings" : "cats_int64s");
+        goto fail;
+    }
+    if (!ci.is_int || ncs != ci.n) {
+        st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attributes 'cats_strings' (%lld entries) and 'cats_int64s' (%lld%s) "
+                     "must have the same length", (long long)ncs, (long long)ci.n, ci.is_int ? "" : ", not integers");
+        goto fail;
+    }
+    BD_TRY(bd_attr_string(n, "default_string", "_Unused", &def, e));
+    BD_TRY(bd_attr_int(n, "default_int64", -1, &def_i, e));
+    st = category_table(cs, ci.i, ncs, def_i, def, out, e);
+fail:
+    list_free(&ci);
+    return st;
+}
+
+/* LabelEncoder opset 1: classes_strings[i] <-> i, both ways (string to int64
+ * with default_int64, int64 to string with default_string). */
+static braid_status parse_label_encoder_v1(bd_node *n, bd_ml_params **out, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    const char *const *cs = NULL, *def = NULL;
+    int64_t ncs = -1, def_i, *idx = NULL;
+    int is;
+    *out = NULL;
+    BD_TRY(get_strs(n, "classes_strings", &cs, &ncs, &is, e));
+    if (ncs < 0) {
+        st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'classes_strings' is required at opset 1");
+        goto fail;
+    }
+    BD_TRY(bd_attr_string(n, "default_string", "_Unused", &def, e));
+    BD_TRY(bd_attr_int(n, "default_int64", -1, &def_i, e));
+    idx = bd_malloc((size_t)(ncs + 1) * sizeof *idx);
+    BD_CHECK_ALLOC(e, idx);
+    for (int64_t i = 0; i < ncs; i++) idx[i] = i;
+    st = category_table(cs, idx, ncs, def_i, def, out, e);
+    if (!st) (*out)->v1 = 1;
+fail:
+    bd_free(idx);
+    return st;
+}
+
 static braid_status parse_label_encoder(bd_node *n, bd_ml_params **out, bd_err *e)
 {
     static const char *const strs[] = {"classes_strings", "keys_strings", "values_strings", "default_string"};
@@ -122,12 +381,16 @@ static braid_status parse_label_encoder(bd_node *n, bd_ml_params **out, bd_err *
     ml_list k = {.n = -1}, v = {.n = -1}, d = {.n = -1};
     bd_ml_params *p = NULL;
     key_val *kv = NULL;
-    if (n->opset < 2) {
-        st = BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "LabelEncoder opset 1 maps strings to int64: braid has no string "
-                                               "tensors here");
-        goto fail;
+    if (n->opset < 2) return parse_label_encoder_v1(n, out, e);
+    BD_TRY(refuse_strings(n, strs, 1, e));
+    {
+        const bd_attr *kt = bd_node_attr(n, "keys_tensor"), *vt = bd_node_attr(n, "values_tensor");
+        int skeys = bd_node_attr(n, "keys_strings") || (kt && kt->type == BD_ATTR_TENSOR && kt->t &&
+                                                         kt->t->dtype == BRAID_DTYPE_STRING);
+        int svals = bd_node_attr(n, "values_strings") || (vt && vt->type == BD_ATTR_TENSOR && vt->t &&
+                                                           vt->t->dtype == BRAID_DTYPE_STRING);
+        if (skeys || svals) return parse_label_encoder_str(n, skeys, svals, out, e);
     }
-    BD_TRY(refuse_strings(n, strs, 3, e));
     BD_TRY(get_list(n, "keys_tensor", &k, e));
     if (k.n < 0) {
         BD_TRY(get_list(n, "keys_int64s", &k, e));
@@ -152,9 +415,10 @@ static braid_status parse_label_encoder(bd_node *n, bd_ml_params **out, bd_err *
     BD_CHECK_ALLOC(e, p);
     p->keys_int = k.is_int;
     p->vals_int = v.is_int;
-    p->out_dtype = v.dtype == BRAID_DTYPE_INT32 || v.dtype == BRAID_DTYPE_DOUBLE ? v.dtype
+    p->out_dtype = v.dtype == BRAID_DTYPE_INT32 || v.dtype == BRAID_DTYPE_INT16 || v.dtype == BRAID_DTYPE_DOUBLE ? v.dtype
                    : v.is_int ? BRAID_DTYPE_INT64 : BRAID_DTYPE_FLOAT;
     p->n_a = p->n_b = k.n;
+    p->n_data = 2 * k.n;
     p->def_i = -1;
     p->def_f = -0.0;
     BD_TRY(get_list(n, "default_tensor", &d, e));
@@ -298,6 +562,7 @@ braid_status bd_ml_parse(bd_node *n, bd_err *e)
         break;
     }
     case BD_OP_ML_LabelEncoder: BD_TRY(parse_label_encoder(n, &p, e)); break;
+    case BD_OP_ML_CategoryMapper: BD_TRY(parse_category_mapper(n, &p, e)); break;
     case BD_OP_ML_FeatureVectorizer:
         NEED("inputdimensions");
         BD_TRY(get_list(n, "inputdimensions", &a, e));
@@ -344,7 +609,7 @@ static braid_status x_numeric(const bd_node *n, const bd_tensor *x, bd_err *e)
     if (x->dtype == BRAID_DTYPE_STRING)
         return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "input X has dtype string: braid runs %s on numbers only", n->op_type);
     if (x->dtype != BRAID_DTYPE_FLOAT && x->dtype != BRAID_DTYPE_DOUBLE && x->dtype != BRAID_DTYPE_INT64 &&
-        x->dtype != BRAID_DTYPE_INT32)
+        x->dtype != BRAID_DTYPE_INT32 && !(n->op == BD_OP_ML_LabelEncoder && x->dtype == BRAID_DTYPE_INT16))
         return BD_FAIL(e, BRAID_ERR_DTYPE, "input X has dtype %s, not float, double, int64 or int32",
                        bd_dtype_name(x->dtype));
     return BRAID_OK;
@@ -374,6 +639,24 @@ braid_status bd_ml_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, 
         out[0].data = NULL;
         if (x->rank == 1) out[0].rank = 2, out[0].dims[0] = 1;
         out[0].dims[out[0].rank - 1] = bd_numel(&in[1]);
+        return BRAID_OK;
+    }
+    if (n->op == BD_OP_ML_LabelEncoder && !p->v1 && (p->str_keys || x->dtype == BRAID_DTYPE_STRING)) {
+        if (!p->str_keys || x->dtype != BRAID_DTYPE_STRING)
+            return BD_FAIL(e, BRAID_ERR_DTYPE, "input X has dtype %s, the keys are %s", bd_dtype_name(x->dtype),
+                           p->str_keys ? "strings" : p->keys_int ? "integers" : "floats");
+        out[0] = *x;
+        out[0].data = NULL;
+        out[0].dtype = p->out_dtype;
+        return BRAID_OK;
+    }
+    if (n->op == BD_OP_ML_CategoryMapper || (n->op == BD_OP_ML_LabelEncoder && p->v1)) {
+        if (x->dtype != BRAID_DTYPE_STRING && x->dtype != BRAID_DTYPE_INT64)
+            return BD_FAIL(e, BRAID_ERR_DTYPE, "input X has dtype %s; %s maps string to int64 or int64 to "
+                           "string", bd_dtype_name(x->dtype), n->op_type);
+        out[0] = *x;
+        out[0].data = NULL;
+        out[0].dtype = x->dtype == BRAID_DTYPE_STRING ? BRAID_DTYPE_INT64 : BRAID_DTYPE_STRING;
         return BRAID_OK;
     }
     if (n->op == BD_OP_ML_FeatureVectorizer) {
@@ -428,7 +711,7 @@ braid_status bd_ml_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out, 
         return BRAID_OK;
     }
     case BD_OP_ML_LabelEncoder: {
-        int xi = x->dtype == BRAID_DTYPE_INT64 || x->dtype == BRAID_DTYPE_INT32;
+        int xi = x->dtype == BRAID_DTYPE_INT64 || x->dtype == BRAID_DTYPE_INT32 || x->dtype == BRAID_DTYPE_INT16;
         if (xi != p->keys_int)
             return BD_FAIL(e, BRAID_ERR_DTYPE, "input X has dtype %s, the keys are %s", bd_dtype_name(x->dtype),
                            p->keys_int ? "integers" : "floats");

@@ -23,13 +23,22 @@ enum { BD_ML_NORM_MAX, BD_ML_NORM_L1, BD_ML_NORM_L2 };
  *   Normalizer       norm
  *   LinearRegressor  a coefficients (targets x C), b intercepts, post
  *   LinearClassifier a coefficients (classes x C), b intercepts, c labels (int64), post
- *   LabelEncoder     a keys, b values (int64 or double per keys_int/vals_int), def
+ *   LabelEncoder     a keys, b values (int64 or double per keys_int/vals_int), def;
+ *                    string keys or values are byte offsets into the strings
+ *                    that follow data[n_data] (str_keys / str_vals; host only)
+ *   CategoryMapper   a = n pairs, as strings sorted (offsets, then their int64s:
+ *                    data[0, 2n)) and as int64s sorted (data[2n, 4n)); def_i,
+ *                    def_s
  *   OneHotEncoder    a categories (int64), zeros
  *   FeatureVectorizer a inputdimensions (int64, one per input) */
 typedef struct bd_ml_params {
     int post, norm, zeros;
     int keys_int, vals_int; /* LabelEncoder: keys / values are int64 (else double) */
     int out_dtype;          /* LabelEncoder: the values' dtype */
+    int str_keys, str_vals; /* LabelEncoder: keys / values are strings (run on the host) */
+    int v1;                 /* LabelEncoder opset 1: CategoryMapper's tables, onto 0..n-1 */
+    int64_t n_data;         /* entries of data[]; strings follow (LabelEncoder, CategoryMapper) */
+    int64_t def_s;          /* offset of the default string (string values; CategoryMapper) */
     int replace_nan;        /* Imputer: the replaced value is NaN */
     double threshold, replaced;
     int64_t def_i;          /* LabelEncoder default (int values) */
@@ -53,6 +62,7 @@ static inline BD_HOST_DEVICE double bd_ml_ld(const void *x, int dt, int64_t i)
     case BRAID_DTYPE_FLOAT: return ((const float *)x)[i];
     case BRAID_DTYPE_DOUBLE: return ((const double *)x)[i];
     case BRAID_DTYPE_INT32: return ((const int32_t *)x)[i];
+    case BRAID_DTYPE_INT16: return ((const int16_t *)x)[i];
     default: return (double)((const int64_t *)x)[i];
     }
 }
@@ -62,6 +72,7 @@ static inline BD_HOST_DEVICE void bd_ml_st(void *y, int dt, int64_t i, double v)
     case BRAID_DTYPE_FLOAT: ((float *)y)[i] = (float)v; break;
     case BRAID_DTYPE_DOUBLE: ((double *)y)[i] = v; break;
     case BRAID_DTYPE_INT32: ((int32_t *)y)[i] = (int32_t)v; break;
+    case BRAID_DTYPE_INT16: ((int16_t *)y)[i] = (int16_t)v; break;
     default: ((int64_t *)y)[i] = (int64_t)v; break;
     }
 }
@@ -101,6 +112,12 @@ static inline BD_HOST_DEVICE void bd_ml_post(int post, float *s, int64_t n)
         }
         for (int64_t i = 0; i < n; i++) s[i] = sum == 0 ? 0.5f : (float)(s[i] / sum);
     }
+}
+
+/* The string at byte offset off of the strings after p's data (host only). */
+static inline const char *bd_ml_str(const bd_ml_params *p, int64_t off)
+{
+    return (const char *)(p->data + p->n_data) + off;
 }
 
 /* Parses a post_transform string; -1 when unknown. */
@@ -200,11 +217,13 @@ static inline BD_HOST_DEVICE int64_t bd_ml_row(int op, const bd_ml_params *p, co
     case BD_OP_ML_LabelEncoder:
         for (int64_t j = 0; j < c; j++) {
             int64_t xi = xdt == BRAID_DTYPE_INT64 ? ((const int64_t *)x)[o + j]
-                         : xdt == BRAID_DTYPE_INT32 ? ((const int32_t *)x)[o + j] : 0;
+                         : xdt == BRAID_DTYPE_INT32 ? ((const int32_t *)x)[o + j]
+                         : xdt == BRAID_DTYPE_INT16 ? ((const int16_t *)x)[o + j] : 0;
             int64_t at = bd_ml_find_key(p, d, bd_ml_ld(x, xdt, o + j), xi);
             if (p->vals_int) {
                 int64_t v = at >= 0 ? d[p->n_a + at] : p->def_i;
                 if (p->out_dtype == BRAID_DTYPE_INT32) ((int32_t *)y)[o + j] = (int32_t)v;
+                else if (p->out_dtype == BRAID_DTYPE_INT16) ((int16_t *)y)[o + j] = (int16_t)v;
                 else ((int64_t *)y)[o + j] = v;
             } else {
                 bd_ml_st(y, p->out_dtype, o + j, at >= 0 ? bd_ml_f(d, p->n_a + at) : p->def_f);

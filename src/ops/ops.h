@@ -19,7 +19,7 @@ extern "C" {
     X(vision) X(signal) X(attention) X(linalg) X(sequence) X(string) X(scatter) X(select) X(random) \
     X(cumulative) X(topk) X(layernorm) X(activation) X(cast) X(im2col)       \
     X(rope) X(linattn) X(msattn)                                                                   \
-    X(training) X(text) X(ml) X(ml_tree) X(image)
+    X(training) X(text) X(ml) X(ml_tree) X(svm) X(image)
 
 typedef enum bd_family {
 #define X(f) BD_FAM_##f,

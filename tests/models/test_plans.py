@@ -11,7 +11,8 @@ shape the design promises, read from `braid plan` and `braid run --profile`.
 - outputs are bitwise identical for any --streams and --threads.
 - fusion: a Conv whose only reader is a Relu, LeakyRelu or constant-bound
   Clip absorbs it ("conv+act" in the plan); a Conv read twice, or that is a
-  graph output, does not; the numbers match onnxruntime either way.
+  graph output, does not; the numbers match onnxruntime either way. A
+  float16 Conv keeps its activation apart (the reference rounds between).
 - load-time affine folding: a BatchNormalization, or a Mul and/or Add by
   per-channel (or scalar) constants, right after a Conv folds into its
   weights ("conv+mul+add", "conv+bn"); a spatially varying constant or a
@@ -129,6 +130,32 @@ def fusion_tests(braid):
             check(len(launches) == len(nodes) - fused, f"fusion {name}: {len(nodes) - fused} launches, got {len(launches)}")
             p = subprocess.run([braid, "check", d, "--rtol", "1e-5", "--atol", "1e-5"], capture_output=True, text=True)
             check(p.returncode == 0, f"fusion {name}: matches onnxruntime: {p.stdout.strip()}")
+
+        # A float16 Conv keeps its LeakyRelu apart: onnx's reference rounds the
+        # Conv's output to float16 before the activation, an epilogue would not.
+        import onnx
+        from onnx.reference import ReferenceEvaluator
+        wh = numpy_helper.from_array(numpy_helper.to_array(w).astype(np.float16), "w")
+        bh = numpy_helper.from_array(numpy_helper.to_array(b).astype(np.float16), "b")
+        g = helper.make_graph([conv, helper.make_node("LeakyRelu", ["c"], ["y"], name="act", alpha=0.3)], "half",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)], [wh, bh])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        d = os.path.join(tmp, "half")
+        os.makedirs(os.path.join(d, "test_data_set_0"))
+        onnx.save(m, os.path.join(d, "model.onnx"))
+        xv = rng.standard_normal((1, 3, 8, 8)).astype(np.float16)
+        open(os.path.join(d, "test_data_set_0", "input_0.pb"), "wb").write(
+            numpy_helper.from_array(xv, "x").SerializeToString())
+        open(os.path.join(d, "test_data_set_0", "output_0.pb"), "wb").write(
+            numpy_helper.from_array(ReferenceEvaluator(m).run(None, {"x": xv})[0], "y").SerializeToString())
+        p = subprocess.run([braid, "plan", os.path.join(d, "model.onnx")], capture_output=True, text=True)
+        launches = [l for l in p.stdout.splitlines() if ": launch " in l]
+        check(len(launches) == 2 and not any("conv+act" in l for l in launches),
+              f"fusion half: the float16 Conv and its LeakyRelu stay two launches, plan: {launches}")
+        p = subprocess.run([braid, "check", d, "--rtol", "1e-3", "--atol", "1e-3"], capture_output=True, text=True)
+        check(p.returncode == 0, f"fusion half: matches onnx's reference: {p.stdout.strip()}")
 
 
 def affine_tests(braid):

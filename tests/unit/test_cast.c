@@ -70,11 +70,18 @@ static void test_basic(void)
     for (int i = 0; i < 6; i++) CHECK(((float *)back.data)[i] == wf[i]);
     done(&n2, &back);
     done(&n, &out);
-    /* to string: UNSUPPORTED at parse; no 'to': INVALID_MODEL */
+    /* to string: a string output (its text: tests/python/test_cast_strings.py);
+     * to complex64: UNSUPPORTED at parse; no 'to': INVALID_MODEL */
     to = attr_i("to", BRAID_DTYPE_STRING);
     n = op_node(BD_OP_Cast, 13, 1, 1, &to, 1);
+    CHECK_EQ_INT(bd_op_parse(&n, &e), BRAID_OK);
+    CHECK_EQ_INT(bd_op_infer(&n, &fin, &out, &e), BRAID_OK);
+    CHECK_EQ_INT(out.dtype, BRAID_DTYPE_STRING);
+    done(&n, &out);
+    to = attr_i("to", BRAID_DTYPE_COMPLEX64);
+    n = op_node(BD_OP_Cast, 13, 1, 1, &to, 1);
     CHECK_EQ_INT(run(&n, &fin, &out, &e), BRAID_ERR_UNSUPPORTED);
-    CHECK_CONTAINS(e.msg, "string");
+    CHECK_CONTAINS(e.msg, "complex64");
     done(&n, &out);
     n = op_node(BD_OP_Cast, 13, 1, 1, NULL, 0);
     CHECK_EQ_INT(run(&n, &fin, &out, &e), BRAID_ERR_INVALID_MODEL);
@@ -260,11 +267,17 @@ static void test_castlike_and_errors(void)
     CHECK_EQ_INT(((uint16_t *)out.data)[1], 0xc100);
     CHECK_EQ_INT(((uint16_t *)out.data)[2], 0x7bff);
     done(&n, &out);
-    /* a string target belongs to the string family: unsupported here */
+    /* a string target gives a string output; a float8 one from strings is refused */
     in[1].dtype = BRAID_DTYPE_STRING;
     n = op_node(BD_OP_CastLike, 15, 2, 1, NULL, 0);
-    CHECK_EQ_INT(run(&n, in, &out, &e), BRAID_ERR_UNSUPPORTED);
-    CHECK_CONTAINS(e.msg, "string");
+    CHECK_EQ_INT(bd_op_parse(&n, &e), BRAID_OK);
+    CHECK_EQ_INT(bd_op_infer(&n, in, &out, &e), BRAID_OK);
+    CHECK_EQ_INT(out.dtype, BRAID_DTYPE_STRING);
+    in[0].dtype = BRAID_DTYPE_STRING;
+    in[1].dtype = BRAID_DTYPE_FLOAT8E5M2;
+    CHECK_EQ_INT(bd_op_infer(&n, in, &out, &e), BRAID_ERR_UNSUPPORTED);
+    CHECK_CONTAINS(e.msg, "cast from string to float8e5m2 is not supported");
+    in[0].dtype = F32;
     done(&n, &out);
     /* no 'to'; a bad round_mode; 'to' that is no ONNX dtype */
     n = op_node(BD_OP_Cast, 13, 1, 1, NULL, 0);

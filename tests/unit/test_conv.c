@@ -1,12 +1,14 @@
 /* test_conv.c: the conv family (Conv, ConvTranspose) on hand-built nodes:
  * values computed by hand, every kernel path (im2col, 1x1, depthwise) against
- * a naive loop, ConvTranspose as the adjoint of Conv, auto_pad geometry, and
- * the errors for bad weights, dtypes and attributes. */
+ * a naive loop, ConvTranspose as the adjoint of Conv, auto_pad geometry,
+ * float16/bfloat16 against float32 rounded once, and the errors for bad
+ * weights, dtypes and attributes. */
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
 #include "optest.h"
+#include "backend/cpu/ops/fbuf.h"
 #include "ops/conv.h"
 
 /* Naive 2-D grouped convolution, straight from the definition. */
@@ -288,7 +290,8 @@ static void test_errors(void)
     CHECK_CONTAINS(e.msg, "group is 2, which needs 2 per group");
     bd_free(t.n.params);
 
-    /* Only float32: another type for X is UNSUPPORTED; W disagreeing with X is DTYPE. */
+    /* float, float16 and bfloat16 only: another type for X (double) is
+     * UNSUPPORTED; W disagreeing with X is DTYPE, a float16 X with float W too. */
     bd_tensor ini[2] = {in[0], in[1]};
     ini[0].dtype = BRAID_DTYPE_DOUBLE;
     tnode_init(&t, BD_OP_Conv, 17, 2, 1);
@@ -299,6 +302,10 @@ static void test_errors(void)
     ini[1].dtype = BRAID_DTYPE_INT64;
     CHECK_EQ_INT(bd_op_infer(&t.n, ini, &out, &e), BRAID_ERR_DTYPE);
     CHECK_CONTAINS(e.msg, "W is int64");
+    ini[0].dtype = BRAID_DTYPE_FLOAT16;
+    ini[1].dtype = BRAID_DTYPE_FLOAT;
+    CHECK_EQ_INT(bd_op_infer(&t.n, ini, &out, &e), BRAID_ERR_DTYPE);
+    CHECK_CONTAINS(e.msg, "input X is float16 but W is float32");
     bd_free(t.n.params);
 
     /* Bias of the wrong length. */
@@ -348,6 +355,77 @@ static void test_errors(void)
     bd_free(t.n.params);
 }
 
+/* float16 and bfloat16 Conv and ConvTranspose: the output has X's dtype and
+ * is, bit for bit, the float32 convolution of the widened inputs rounded
+ * once (what onnx's reference computes: numpy's half dot products sum in
+ * float32), and within half a unit in the last place of a double-precision
+ * naive sum for Conv. Cases: grouped, strided, padded; depthwise; a batch of
+ * zero images; ConvTranspose with output_padding. */
+static void test_half(void)
+{
+    const int dts[2] = {BRAID_DTYPE_FLOAT16, BRAID_DTYPE_BFLOAT16};
+    struct {
+        int op;
+        int64_t xd[4], wd[4], group, s[2], pads[4];
+    } cases[] = {
+        {BD_OP_Conv, {2, 4, 7, 6}, {6, 2, 3, 3}, 2, {2, 1}, {1, 0, 1, 2}},
+        {BD_OP_Conv, {1, 3, 5, 5}, {3, 1, 3, 3}, 3, {1, 1}, {1, 1, 1, 1}},
+        {BD_OP_Conv, {0, 3, 5, 5}, {2, 3, 2, 2}, 1, {1, 1}, {0, 0, 0, 0}},
+        {BD_OP_ConvTranspose, {1, 4, 3, 4}, {4, 3, 3, 2}, 1, {2, 2}, {1, 0, 0, 1}},
+    };
+    unsigned seed = 5;
+    for (int di = 0; di < 2; di++)
+        for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+            __typeof__(cases[0]) *c = &cases[ci];
+            int dt = dts[di], tr = c->op == BD_OP_ConvTranspose;
+            int64_t nx = c->xd[0] * c->xd[1] * c->xd[2] * c->xd[3], nw = c->wd[0] * c->wd[1] * c->wd[2] * c->wd[3];
+            int64_t m = tr ? c->wd[1] * c->group : c->wd[0], bdim[1] = {m};
+            float *x = randn(nx, &seed), *w = randn(nw, &seed), *b = randn(m, &seed);
+            uint16_t *xh = malloc((size_t)(nx + 1) * 2), *wh = malloc((size_t)nw * 2), *bh = malloc((size_t)m * 2);
+            bd_narrow(x, xh, dt, nx), bd_narrow(w, wh, dt, nw), bd_narrow(b, bh, dt, m);
+            bd_widen(xh, dt, x, nx), bd_widen(wh, dt, w, nw), bd_widen(bh, dt, b, m); /* the values as stored */
+            bd_tensor hin[3] = {tensor(dt, 4, c->xd, xh), tensor(dt, 4, c->wd, wh), tensor(dt, 1, bdim, bh)};
+            bd_tensor fin[3] = {tensor(F32, 4, c->xd, x), tensor(F32, 4, c->wd, w), tensor(F32, 1, bdim, b)};
+            bd_tensor ho = {0}, fo = {0};
+            bd_err e = {0};
+            tnode th, tf;
+            const int64_t opad[2] = {1, 0};
+            tnode *ts[2] = {&th, &tf};
+            for (int q = 0; q < 2; q++) {
+                tnode_init(ts[q], c->op, 22, 3, 1);
+                attr_int(ts[q], "group", c->group);
+                attr_ints(ts[q], "strides", 2, c->s);
+                attr_ints(ts[q], "pads", 4, c->pads);
+                if (tr) attr_ints(ts[q], "output_padding", 2, opad);
+            }
+            CHECK_EQ_INT(run(&th.n, hin, &ho, &e), BRAID_OK);
+            CHECK_EQ_INT(run(&tf.n, fin, &fo, &e), BRAID_OK);
+            CHECK_EQ_INT(ho.dtype, dt);
+            CHECK_EQ_INT(ho.rank, 4);
+            for (int d = 0; d < 4; d++) CHECK_EQ_INT(ho.dims[d], fo.dims[d]);
+            int64_t ny = bd_numel(&ho);
+            uint16_t *want = malloc((size_t)(ny + 1) * 2);
+            bd_narrow(fo.data, want, dt, ny);
+            int bad = 0;
+            for (int64_t i = 0; i < ny; i++) bad += ((uint16_t *)ho.data)[i] != want[i];
+            CHECK_EQ_INT(bad, 0);
+            if (!tr && ny) { /* against a double-precision sum: within one rounding of the half type */
+                float *ref = malloc((size_t)ny * sizeof *ref), *got = malloc((size_t)ny * sizeof *got);
+                const int64_t dil[2] = {1, 1}, pb[2] = {c->pads[0], c->pads[1]};
+                naive_conv2d(x, w, b, ref, c->xd[0], c->xd[1], c->xd[2], c->xd[3], m, c->wd[2], c->wd[3], c->group,
+                             c->s, dil, pb, ho.dims[2], ho.dims[3]);
+                bd_widen(ho.data, dt, got, ny);
+                double ulp = dt == BRAID_DTYPE_FLOAT16 ? 1.0 / 1024 : 1.0 / 128;
+                for (int64_t i = 0; i < ny; i++) bad += !(fabsf(got[i] - ref[i]) <= ulp * (fabsf(ref[i]) + 1e-3));
+                CHECK_EQ_INT(bad, 0);
+                free(ref), free(got);
+            }
+            done(&th.n, &ho);
+            done(&tf.n, &fo);
+            free(x), free(w), free(b), free(xh), free(wh), free(bh), free(want);
+        }
+}
+
 /* With fault injection, the im2col buffer's allocation failing is reported
  * as OUT_OF_MEMORY. */
 static void test_out_of_memory(void)
@@ -385,6 +463,7 @@ int main(void)
     test_transpose_is_adjoint();
     test_auto_pad();
     test_errors();
+    test_half();
     test_out_of_memory();
     return check_done();
 }

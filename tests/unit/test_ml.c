@@ -4,8 +4,8 @@
  * value, Normalizer MAX/L1/L2 (and an all-zero row), LinearRegressor with two
  * targets, LinearClassifier binary and multiclass with each post transform,
  * LabelEncoder int->float, float->int64 (NaN key) and the opset 4 tensor
- * attributes, OneHotEncoder, empty batches, and the errors (string
- * attributes refused by name, bad attributes, unknown category), and
+ * attributes, OneHotEncoder, empty batches, and the errors (string labels
+ * refused by name, bad attributes, unknown category), and
  * FeatureVectorizer cutting and padding its inputs. */
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
@@ -236,11 +236,16 @@ static void test_label_onehot(void)
     in = ints1(x, 4);
     CHECK_EQ_INT(run(&t.n, &in, &out, &e), BRAID_ERR_DTYPE);
     done(&t.n, &out);
-    /* string keys refused by name; keys and values of different lengths */
+    /* opset 1 without classes_strings; string keys with no values; keys and
+     * values of different lengths (string maps: test_ml_strings.py) */
+    ml_node(&t, BD_OP_ML_LabelEncoder, 1, 1, 1);
+    CHECK_EQ_INT(run(&t.n, &in, &out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "attribute 'classes_strings' is required at opset 1");
+    done(&t.n, &out);
     ml_node(&t, BD_OP_ML_LabelEncoder, 2, 1, 1);
     tnode_attr(&t, "keys_strings", BD_ATTR_STRINGS);
-    CHECK_EQ_INT(run(&t.n, &in, &out, &e), BRAID_ERR_UNSUPPORTED);
-    CHECK_CONTAINS(e.msg, "attribute 'keys_strings'");
+    CHECK_EQ_INT(run(&t.n, &in, &out, &e), BRAID_ERR_INVALID_MODEL);
+    CHECK_CONTAINS(e.msg, "attribute 'values_*' is required");
     done(&t.n, &out);
     ml_node(&t, BD_OP_ML_LabelEncoder, 2, 1, 1);
     attr_ints(&t, "keys_int64s", 3, keys);

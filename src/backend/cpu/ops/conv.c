@@ -4,11 +4,14 @@
  * has one input channel); elsewhere as im2col + SGEMM (1x1 stride-1
  * unpadded: SGEMM straight on the input), with a scalar direct loop for
  * depthwise. ConvTranspose runs as
- * SGEMM + col2im. 1-D and 2-D are handled as 3-D with leading unit dims. */
+ * SGEMM + col2im. 1-D and 2-D are handled as 3-D with leading unit dims.
+ * float16 and bfloat16 run the float32 kernels on widened copies and round
+ * the output once. */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/parallel.h"
 #include "ops/conv.h"
 #include "convwin.h"
+#include "fbuf.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -736,17 +739,61 @@ fail:
     return st;
 }
 
+static braid_status conv_float(const bd_kernel *k, const bd_conv_geom *g)
+{
+    switch (k->node->op) {
+    case BD_OP_Conv: return conv_forward(k, g);
+    case BD_OP_ConvTranspose: return conv_transpose(k, g);
+    default:
+        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the conv family",
+                       k->node->op_type);
+    }
+}
+
+#define CONV_MAX_IN 4 /* X, W, B and the residual of a fused Add */
+
+/* float16 and bfloat16: every input widened to float32, the float32 kernel
+ * run on the copies, and the output rounded once, as onnx's reference
+ * computes it (numpy's half dot products accumulate in float32). */
+static braid_status conv_half(const bd_kernel *k, const bd_conv_geom *g)
+{
+    braid_status st = BRAID_OK;
+    bd_tensor in[CONV_MAX_IN], out = k->out[0];
+    float *buf[CONV_MAX_IN + 1] = {NULL};
+    int n_in = BD_MIN(k->n_in, CONV_MAX_IN);
+    for (int i = 0; i < n_in; i++) {
+        in[i] = k->in[i];
+        if (!in[i].data || !bd_is_half(in[i].dtype)) continue;
+        int64_t n = bd_numel(&in[i]);
+        buf[i] = bd_malloc((size_t)BD_MAX(n, (int64_t)1) * sizeof(float));
+        BD_CHECK_ALLOC(k->err, buf[i]);
+        bd_widen(in[i].data, in[i].dtype, buf[i], n);
+        in[i].data = buf[i];
+        in[i].dtype = BRAID_DTYPE_FLOAT;
+    }
+    int64_t ny = bd_numel(&out);
+    buf[CONV_MAX_IN] = bd_malloc((size_t)BD_MAX(ny, (int64_t)1) * sizeof(float));
+    BD_CHECK_ALLOC(k->err, buf[CONV_MAX_IN]);
+    out.data = buf[CONV_MAX_IN];
+    out.dtype = BRAID_DTYPE_FLOAT;
+    bd_kernel kf = *k;
+    kf.in = in;
+    kf.n_in = n_in;
+    kf.out = &out;
+    kf.n_out = 1;
+    BD_TRY(conv_float(&kf, g));
+    bd_narrow(buf[CONV_MAX_IN], k->out[0].data, k->out[0].dtype, ny);
+fail:
+    for (int i = 0; i <= CONV_MAX_IN; i++) bd_free(buf[i]);
+    return st;
+}
+
 braid_status bd_cpu_conv(const bd_kernel *k)
 {
     bd_conv_geom g;
     braid_status st = bd_conv_geometry(k->node, &k->in[0], &k->in[1],
                                        k->n_in > 2 ? &k->in[2] : NULL, &g, k->err);
     if (st) return st;
-    switch (k->node->op) {
-    case BD_OP_Conv: return conv_forward(k, &g);
-    case BD_OP_ConvTranspose: return conv_transpose(k, &g);
-    default:
-        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the conv family",
-                       k->node->op_type);
-    }
+    if (bd_is_half(k->in[0].dtype)) return conv_half(k, &g);
+    return conv_float(k, &g);
 }

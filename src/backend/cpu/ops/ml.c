@@ -2,13 +2,16 @@
  * ArrayFeatureExtractor runs row by row through bd_ml_row (src/ops/ml.h),
  * rows split over threads (each row computed alone: the bits do not depend
  * on the thread count); ArrayFeatureExtractor gathers columns and
- * FeatureVectorizer places them side by side. */
+ * FeatureVectorizer places them side by side. LabelEncoder with string keys
+ * or values and CategoryMapper look strings up by binary search; the
+ * strings they give are copies in the run's pool. */
 #include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/parallel.h"
 
 #include "ops/ml.h"
+#include "util/strpool.h"
 
 typedef struct ml_job {
     const bd_kernel *k;
@@ -72,10 +75,85 @@ static braid_status fvec(const bd_kernel *k, const bd_ml_params *p)
     return BRAID_OK;
 }
 
+/* The index of string x among the n sorted strings at offsets d[0, n), or -1. */
+static int64_t find_str(const bd_ml_params *p, const int64_t *d, int64_t n, const char *x)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t m = (lo + hi) / 2;
+        if (strcmp(bd_ml_str(p, d[m]), x) < 0) lo = m + 1;
+        else hi = m;
+    }
+    return lo < n && !strcmp(bd_ml_str(p, d[lo]), x) ? lo : -1;
+}
+
+/* The index of x among the n sorted int64s d[0, n), or -1. */
+static int64_t find_int(const int64_t *d, int64_t n, int64_t x)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t m = (lo + hi) / 2;
+        if (d[m] < x) lo = m + 1;
+        else hi = m;
+    }
+    return lo < n && d[lo] == x ? lo : -1;
+}
+
+/* LabelEncoder with string keys or values, and CategoryMapper. */
+static braid_status ml_strings(const bd_kernel *k, const bd_ml_params *p)
+{
+    const bd_tensor *x = &k->in[0];
+    const int64_t *d = p->data;
+    int64_t n = bd_numel(x), nk = p->n_a;
+    int out_str = k->out[0].dtype == BRAID_DTYPE_STRING;
+    if (out_str && !k->strings && n)
+        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s runs with no string pool", k->node->op_type);
+    for (int64_t i = 0; i < n; i++) {
+        const char *vs = NULL;
+        int64_t at;
+        if (k->node->op == BD_OP_ML_CategoryMapper || p->v1) {
+            if (x->dtype == BRAID_DTYPE_STRING) {
+                at = find_str(p, d, nk, ((const char *const *)x->data)[i]);
+                ((int64_t *)k->out[0].data)[i] = at >= 0 ? d[nk + at] : p->def_i;
+                continue;
+            }
+            at = find_int(d + 2 * nk, nk, ((const int64_t *)x->data)[i]);
+            vs = bd_ml_str(p, at >= 0 ? d[3 * nk + at] : p->def_s);
+        } else {
+            if (p->str_keys) {
+                at = find_str(p, d, nk, ((const char *const *)x->data)[i]);
+            } else {
+                int64_t xi = x->dtype == BRAID_DTYPE_INT64 ? ((const int64_t *)x->data)[i]
+                             : x->dtype == BRAID_DTYPE_INT32 ? ((const int32_t *)x->data)[i]
+                             : x->dtype == BRAID_DTYPE_INT16 ? ((const int16_t *)x->data)[i] : 0;
+                at = bd_ml_find_key(p, d, bd_ml_ld(x->data, x->dtype, i), xi);
+            }
+            if (p->str_vals) {
+                vs = bd_ml_str(p, at >= 0 ? d[nk + at] : p->def_s);
+            } else if (p->vals_int) {
+                int64_t v = at >= 0 ? d[nk + at] : p->def_i;
+                bd_ml_st(k->out[0].data, p->out_dtype, i, (double)v);
+                if (p->out_dtype == BRAID_DTYPE_INT64) ((int64_t *)k->out[0].data)[i] = v; /* exact past 2^53 */
+                continue;
+            } else {
+                bd_ml_st(k->out[0].data, p->out_dtype, i, at >= 0 ? bd_ml_f(d, nk + at) : p->def_f);
+                continue;
+            }
+        }
+        const char *c = bd_strpool_dup(k->strings, vs, strlen(vs));
+        if (!c) return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "out of memory for the strings of %s", k->node->op_type);
+        ((const char **)k->out[0].data)[i] = c;
+    }
+    return BRAID_OK;
+}
+
 braid_status bd_cpu_ml(const bd_kernel *k)
 {
     const bd_ml_params *p = k->node->params;
     if (!p) return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "ml parameters were not parsed");
+    if (k->node->op == BD_OP_ML_CategoryMapper ||
+        (k->node->op == BD_OP_ML_LabelEncoder && (p->str_keys || p->str_vals || p->v1)))
+        return ml_strings(k, p);
     if (k->node->op == BD_OP_ML_ArrayFeatureExtractor) return afe(k);
     if (k->node->op == BD_OP_ML_FeatureVectorizer) return fvec(k, p);
     const bd_tensor *x = &k->in[0];
