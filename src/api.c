@@ -443,7 +443,9 @@ static void write_profile(braid_session *s)
                 char b[160];
                 if (n->out[k] >= 0) fprintf(f, "%s%s", k ? " " : "", bd_shape_str(&p->inst.vals[n->out[k]], b, sizeof b));
             }
-            fprintf(f, "\"}}");
+            fprintf(f, "\"");
+            if (t->threads > 0) fprintf(f, ",\"threads\":%d", t->threads);
+            fprintf(f, "}}");
             first = 0;
         }
     }
@@ -546,7 +548,8 @@ static braid_status get_plan(braid_session *s, const bd_tensor *in, bd_prepared 
         if (!p) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
         int ms = s->x.max_streams; /* automatic: negative, capped by the backend */
         if (!ms) ms = -(s->be->auto_streams ? s->be->auto_streams(s->bstate) : BD_AUTO_MAX_STREAMS);
-        bd_prepare_opts po = {.max_streams = ms, .fill_cost = s->be->fill_cost, .no_fold = s->x.no_fold,
+        bd_prepare_opts po = {.max_streams = ms, .fill_cost = s->be->fill_cost,
+                              .min_parallelism = s->be->min_parallelism, .no_fold = s->x.no_fold,
                               .loop_limit = s->x.loop_limit ? s->x.loop_limit : BD_LOOP_LIMIT_DEFAULT};
         braid_status st = bd_prepare(g, in, NULL, &po, p, e);
         if (!st) st = bd_stage_prepare(&s->runner, p, e);
