@@ -50,6 +50,9 @@ typedef struct cpu_plan {
     int n_started;          /* worker threads running (streams 1..n_started) */
     int busy;               /* streams running a node now (atomic): they share the thread budget */
     int busy0;              /* streams whose first command is not a wait: busy when a run starts */
+    int *wait_ev;           /* per stream (under mu): the event it sleeps on, -1 none, -2 woken by its
+                             * record and counted busy by the recorder (so the next node it
+                             * launches already counts in the share of the recorder's) */
     int max_in, max_out;
 } cpu_plan;
 
@@ -91,6 +94,7 @@ static void cpu_release(void *state, bd_prepared *p)
         pthread_cond_destroy(&cp->go_cv);
         pthread_cond_destroy(&cp->done_cv);
         bd_free(cp->w);
+        bd_free(cp->wait_ev);
         bd_free(cp->arena_base);
         bd_free(cp->event_gen);
         bd_free(cp);
@@ -152,9 +156,11 @@ static braid_status cpu_prepare(void *state, bd_prepared *p, bd_err *e)
     int S = BD_MAX(p->plan.n_streams, 1);
     cpu_state *s = state;
     cp->w = bd_calloc((size_t)S, sizeof *cp->w);
-    BD_CHECK_ALLOC(e, cp->w);
+    cp->wait_ev = bd_malloc((size_t)S * sizeof *cp->wait_ev);
+    BD_CHECK_ALLOC(e, cp->w && cp->wait_ev);
     for (int t = 0; t < S; t++) {
         cp->w[t] = (worker){.p = p, .s = s, .stream = t};
+        cp->wait_ev[t] = -1;
         int c0 = p->plan.stream_start[t];
         cp->busy0 += c0 >= p->plan.stream_start[t + 1] || p->plan.cmds[c0].kind != BD_CMD_WAIT;
     }
@@ -239,15 +245,23 @@ static void *run_stream(void *arg)
         } else if (cmd->kind == BD_CMD_RECORD) {
             pthread_mutex_lock(&cp->mu);
             cp->event_gen[cmd->arg] = cp->gen;
+            for (int t = 0; t < p->plan.n_streams; t++) /* they have work again from now on */
+                if (cp->wait_ev[t] == cmd->arg) {
+                    cp->wait_ev[t] = -2;
+                    __atomic_add_fetch(&cp->busy, 1, __ATOMIC_RELAXED);
+                }
             pthread_cond_broadcast(&cp->cv);
             pthread_mutex_unlock(&cp->mu);
         } else {
             pthread_mutex_lock(&cp->mu);
-            if (cp->event_gen[cmd->arg] != cp->gen && !cp->abort && busy) {
-                __atomic_sub_fetch(&cp->busy, 1, __ATOMIC_RELAXED); /* idle while it waits */
+            if (cp->event_gen[cmd->arg] != cp->gen && !cp->abort) {
+                if (busy) __atomic_sub_fetch(&cp->busy, 1, __ATOMIC_RELAXED); /* idle while it waits */
                 busy = 0;
+                cp->wait_ev[w->stream] = cmd->arg;
+                while (cp->event_gen[cmd->arg] != cp->gen && !cp->abort) pthread_cond_wait(&cp->cv, &cp->mu);
+                busy = cp->wait_ev[w->stream] == -2; /* the recorder counted it */
+                cp->wait_ev[w->stream] = -1;
             }
-            while (cp->event_gen[cmd->arg] != cp->gen && !cp->abort) pthread_cond_wait(&cp->cv, &cp->mu);
             int stop = cp->abort;
             pthread_mutex_unlock(&cp->mu);
             if (stop) break;
