@@ -7,8 +7,10 @@
  * never deadlocks.
  *
  * The thread budget (--threads) is shared by the streams that have work at
- * the moment: a node gets budget / (streams not waiting on an event and not
- * finished) intra-op threads when it starts. So a stream that idles while
+ * the moment: a kernel's bd_parallel_for calls run on budget / (streams not
+ * waiting on an event and not finished) threads, read when a call starts
+ * and again between its grains (bd_parallel_set_share), so helpers join a
+ * long kernel as soon as the other streams go idle. So a stream that idles while
  * another waits for it leaves the cores to the one that runs, and a plan
  * whose side stream is busy only for a branch (the reverse half of a
  * bidirectional LSTM) costs the rest of the graph no threads. Results do not
@@ -21,6 +23,7 @@
 #include "util/strpool.h"
 #include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/parallel.h"
 
 typedef struct cpu_state {
     int threads;
@@ -196,6 +199,7 @@ static void *run_stream(void *arg)
     bd_err err = {0};
     const int c_first = p->plan.stream_start[w->stream], c_end = p->plan.stream_start[w->stream + 1];
     int busy = c_first < c_end && p->plan.cmds[c_first].kind != BD_CMD_WAIT; /* counted in cp->busy */
+    bd_parallel_share outer = bd_parallel_set_share((bd_parallel_share){&cp->busy, w->s->threads});
     bd_tensor *in = bd_calloc((size_t)cp->max_in + 1, sizeof *in);
     bd_tensor *out = bd_calloc((size_t)cp->max_out + 1, sizeof *out);
     if (!in || !out) {
@@ -222,9 +226,13 @@ static void *run_stream(void *arg)
                 __atomic_add_fetch(&cp->busy, 1, __ATOMIC_RELAXED);
                 busy = 1;
             }
+            /* The kernel may split its work for the whole budget; its
+             * bd_parallel_for calls run on the share (the profile records
+             * the share at launch). */
             int sharing = BD_MAX(1, __atomic_load_n(&cp->busy, __ATOMIC_RELAXED));
+            int share = BD_MAX(1, w->s->threads / sharing);
             bd_kernel k = {.node = n, .in = in, .n_in = n->n_in, .out = out, .n_out = n->n_out,
-                           .threads = BD_MAX(1, w->s->threads / sharing), .err = &err, .plan = p, .live_index = cmd->arg, .backend = w->s,
+                           .threads = w->s->threads, .err = &err, .plan = p, .live_index = cmd->arg, .backend = w->s,
                            .strings = &w->s->strings};
             double t0 = w->s->profile ? bd_now() : 0;
             if (bd_cpu_run(&k) != BRAID_OK) {
@@ -239,7 +247,7 @@ static void *run_stream(void *arg)
             if (w->s->profile) {
                 double t1 = bd_now();
                 pthread_mutex_lock(&cp->mu);
-                bd_trace_add(p, w->stream, ni, k.threads, t0, t1);
+                bd_trace_add(p, w->stream, ni, share, t0, t1);
                 pthread_mutex_unlock(&cp->mu);
             }
         } else if (cmd->kind == BD_CMD_RECORD) {
@@ -268,6 +276,7 @@ static void *run_stream(void *arg)
         }
     }
 done:
+    bd_parallel_set_share(outer);
     if (busy) __atomic_sub_fetch(&cp->busy, 1, __ATOMIC_RELAXED);
     bd_free(in);
     bd_free(out);

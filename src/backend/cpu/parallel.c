@@ -26,6 +26,23 @@ typedef struct call {
     pthread_cond_t cv;
 } call;
 
+static __thread bd_parallel_share tl_share;
+
+bd_parallel_share bd_parallel_set_share(bd_parallel_share s)
+{
+    bd_parallel_share old = tl_share;
+    tl_share = s;
+    return old;
+}
+
+/* The threads this thread's share allows now, from 1 to cap. */
+static int64_t share_now(int64_t cap)
+{
+    if (!tl_share.busy) return cap;
+    int busy = __atomic_load_n(tl_share.busy, __ATOMIC_RELAXED);
+    return BD_MAX((int64_t)1, BD_MIN(cap, (int64_t)(tl_share.budget / BD_MAX(busy, 1))));
+}
+
 /* Runs grains of c until none is left. */
 static void drain(call *c)
 {
@@ -154,14 +171,31 @@ void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void 
     pthread_cond_init(&cl.cv, NULL);
     helper *given[MAX_THREADS];
     int n_given = 0;
-    pthread_mutex_lock(&pool.mu);
-    for (int64_t i = 1; i < nt; i++) {
-        helper *h = give(&cl);
-        if (!h) break;
-        given[n_given++] = h;
+    int64_t allow = share_now(nt);
+    if (allow > 1) {
+        pthread_mutex_lock(&pool.mu);
+        for (int64_t i = 1; i < allow; i++) {
+            helper *h = give(&cl);
+            if (!h) break;
+            given[n_given++] = h;
+        }
+        pthread_mutex_unlock(&pool.mu);
     }
-    pthread_mutex_unlock(&pool.mu);
-    drain(&cl);
+    /* The caller's grains; between them, more helpers when the share grew. */
+    for (;;) {
+        int64_t b = __atomic_fetch_add(&cl.next, cl.grain, __ATOMIC_RELAXED);
+        if (b >= n) break;
+        fn(ctx, b, BD_MIN(b + cl.grain, n));
+        if (tl_share.busy && n_given + 1 < nt && b + cl.grain < n && (allow = share_now(nt)) > n_given + 1) {
+            pthread_mutex_lock(&pool.mu);
+            while (n_given + 1 < allow) {
+                helper *h = give(&cl);
+                if (!h) break;
+                given[n_given++] = h;
+            }
+            pthread_mutex_unlock(&pool.mu);
+        }
+    }
     /* Every item is claimed: take back the offers nobody picked up. */
     int taken = 0, back = 0;
     for (int i = 0; i < n_given; i++) {

@@ -17,6 +17,18 @@
 void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void *ctx, int64_t begin, int64_t end),
                      void *ctx);
 
+/* The live share of the calling thread (a stream thread of a plan): while
+ * busy is set, bd_parallel_for on this thread runs on at most
+ * budget / *busy threads (read atomically when the call starts and again
+ * after each grain the caller runs, so helpers join a call as soon as other
+ * streams go idle), and never more than its `threads`. Returns the share
+ * it replaces, for the caller to put back (nested plans). */
+typedef struct bd_parallel_share {
+    const int *busy; /* streams of the plan that have work now; NULL: no share, `threads` rules */
+    int budget;
+} bd_parallel_share;
+bd_parallel_share bd_parallel_set_share(bd_parallel_share s);
+
 /* C = alpha op(A) op(B) + beta C, row-major, on up to `threads` threads. The
  * product is cut into a grid of tiles that depends on M, N and K only (at most
  * BD_GEMM_TILE_M x BD_GEMM_TILE_N, halved down to BD_GEMM_TILE_MIN_M x
