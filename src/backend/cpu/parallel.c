@@ -22,6 +22,8 @@ typedef struct call {
     int64_t n, grain;
     int64_t next; /* atomic: the first item nobody claimed yet */
     int done;     /* atomic: helpers that took the call and have finished with it */
+    int spin;     /* whether its helpers should spin for the next call: not when the
+                   * caller's share is one thread (the other cores run other streams) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
 } call;
@@ -91,9 +93,10 @@ static struct {
 static void *helper_main(void *arg)
 {
     helper *h = arg;
+    int spin = 1;
     for (;;) {
         call *c = NULL;
-        for (int i = 0; i < SPIN_ROUNDS; i++) { /* spin a while before parking */
+        for (int i = 0; spin && i < SPIN_ROUNDS; i++) { /* spin a while before parking */
             if ((c = __atomic_load_n(&h->job, __ATOMIC_ACQUIRE)) || __atomic_load_n(&pool.quit, __ATOMIC_RELAXED)) break;
             cpu_relax();
         }
@@ -109,6 +112,7 @@ static void *helper_main(void *arg)
          * caller has put this helper back among the idle ones). */
         if (!__atomic_compare_exchange_n(&h->job, &c, TAKEN, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
         drain(c);
+        spin = __atomic_load_n(&c->spin, __ATOMIC_RELAXED);
         pthread_mutex_lock(&c->mu);
         __atomic_add_fetch(&c->done, 1, __ATOMIC_RELEASE);
         pthread_cond_signal(&c->cv);
@@ -166,7 +170,7 @@ void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void 
     if (nt <= 1) { fn(ctx, 0, n); return; }
     /* Grains of about an eighth of a thread's share (at least min_chunk):
      * late helpers leave little to wait for, and a grain's call costs little. */
-    call cl = {.fn = fn, .ctx = ctx, .n = n, .grain = BD_MAX(BD_MAX(min_chunk, (int64_t)1), n / (nt * 8))};
+    call cl = {.fn = fn, .ctx = ctx, .n = n, .grain = BD_MAX(BD_MAX(min_chunk, (int64_t)1), n / (nt * 8)), .spin = 1};
     pthread_mutex_init(&cl.mu, NULL);
     pthread_cond_init(&cl.cv, NULL);
     helper *given[MAX_THREADS];
@@ -186,6 +190,7 @@ void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void 
         int64_t b = __atomic_fetch_add(&cl.next, cl.grain, __ATOMIC_RELAXED);
         if (b >= n) break;
         fn(ctx, b, BD_MIN(b + cl.grain, n));
+        if (tl_share.busy && b + cl.grain >= n) __atomic_store_n(&cl.spin, share_now(nt) > 1, __ATOMIC_RELAXED);
         if (tl_share.busy && n_given + 1 < nt && b + cl.grain < n && (allow = share_now(nt)) > n_given + 1) {
             pthread_mutex_lock(&pool.mu);
             while (n_given + 1 < allow) {
