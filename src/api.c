@@ -90,20 +90,32 @@ const char *braid_status_name(braid_status s)
 
 /* ---- models ---------------------------------------------------------------- */
 
-braid_status braid_model_load_memory(const void *bytes, size_t size, const char *base_dir, braid_model **out)
+/* A model from bytes; owned (the same bytes, bd_malloc'ed, or NULL) is freed
+ * here, as soon as the loader has parsed it. */
+static braid_status model_load(const void *bytes, void *owned, size_t size, const char *base_dir, braid_model **out)
 {
-    if (!out) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_model_load_memory: out is NULL");
-    *out = NULL;
-    if (!bytes && size) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_model_load_memory: bytes is NULL");
     braid_model *m = bd_calloc(1, sizeof *m);
-    if (!m) return thread_fail(BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!m) {
+        bd_free(owned);
+        return thread_fail(BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     bd_err e = {0};
-    if (bd_onnx_load(bytes, size, base_dir, &m->g, &e) != BRAID_OK) {
+    braid_status st = owned ? bd_onnx_load_owned(owned, size, base_dir, &m->g, &e)
+                            : bd_onnx_load(bytes, size, base_dir, &m->g, &e);
+    if (st != BRAID_OK) {
         bd_free(m);
         return set_error(tls_err, &e);
     }
     *out = m;
     return BRAID_OK;
+}
+
+braid_status braid_model_load_memory(const void *bytes, size_t size, const char *base_dir, braid_model **out)
+{
+    if (!out) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_model_load_memory: out is NULL");
+    *out = NULL;
+    if (!bytes && size) return thread_fail(BRAID_ERR_INVALID_ARGUMENT, "braid_model_load_memory: bytes is NULL");
+    return model_load(bytes, NULL, size, base_dir, out);
 }
 
 braid_status braid_model_load_file(const char *path, braid_model **out)
@@ -117,14 +129,13 @@ braid_status braid_model_load_file(const char *path, braid_model **out)
     if (bd_read_file(path, &bytes, &size, &e) != BRAID_OK) return set_error(tls_err, &e);
     char *dir = bd_strdup(path);
     if (!dir) { bd_free(bytes); return thread_fail(BRAID_ERR_OUT_OF_MEMORY, "out of memory"); }
-    braid_status st = braid_model_load_memory(bytes, size, dirname(dir), out);
+    braid_status st = model_load(bytes, bytes, size, dirname(dir), out); /* frees bytes */
     if (st) {
         char tmp[sizeof tls_err];
         snprintf(tmp, sizeof tmp, "%s: %s", path, tls_err);
         memcpy(tls_err, tmp, sizeof tls_err);
     }
     bd_free(dir);
-    bd_free(bytes);
     return st;
 }
 
@@ -461,7 +472,9 @@ static void write_profile(braid_session *s)
                 char b[160];
                 if (n->out[k] >= 0) fprintf(f, "%s%s", k ? " " : "", bd_shape_str(&p->inst.vals[n->out[k]], b, sizeof b));
             }
-            fprintf(f, "\"}}");
+            fprintf(f, "\"");
+            if (t->threads > 0) fprintf(f, ",\"threads\":%d", t->threads);
+            fprintf(f, "}}");
             first = 0;
         }
     }
@@ -565,7 +578,8 @@ static braid_status get_plan(braid_session *s, const bd_tensor *in, bd_prepared 
         if (!p) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
         int ms = s->x.max_streams; /* automatic: negative, capped by the backend */
         if (!ms) ms = -(s->be->auto_streams ? s->be->auto_streams(s->bstate) : BD_AUTO_MAX_STREAMS);
-        bd_prepare_opts po = {.max_streams = ms, .fill_cost = s->be->fill_cost, .no_fold = s->x.no_fold,
+        bd_prepare_opts po = {.max_streams = ms, .fill_cost = s->be->fill_cost,
+                              .min_parallelism = s->be->min_parallelism, .no_fold = s->x.no_fold,
                               .loop_limit = s->x.loop_limit ? s->x.loop_limit : BD_LOOP_LIMIT_DEFAULT};
         braid_status st = bd_prepare(g, in, NULL, &po, p, e);
         if (!st) st = bd_stage_prepare(&s->runner, p, e);

@@ -41,6 +41,7 @@ typedef struct bd_graph_report {
 typedef struct bd_trace_event {
     int stream;
     int node;      /* graph node index */
+    int threads;   /* the intra-op threads it was given (CPU); 0: not counted */
     double t0, t1; /* seconds, bd_now() */
 } bd_trace_event;
 
@@ -50,6 +51,7 @@ typedef struct bd_prepare_opts {
      * BD_AUTO_MAX_STREAMS; -N = automatic, up to N. */
     int max_streams;
     double fill_cost;   /* the backend's (bd_backend.fill_cost) */
+    double min_parallelism; /* the backend's (bd_backend.min_parallelism; 0: BD_MIN_PARALLELISM) */
     int no_fold;        /* 1: leave every Add a node of its own */
     int64_t loop_limit; /* most iterations of one Loop node (see bd_exec_opts) */
 } bd_prepare_opts;
@@ -155,6 +157,9 @@ typedef struct bd_backend {
      * 0: none does (a node gets 1/streams of the device). The plan-time
      * Conv+Add fusion weighs concurrency with it (bd_inst_fuse_add). */
     double fill_cost;
+    /* An automatic plan uses several streams only for graphs at least this
+     * parallel (total work over critical-path work; 0: BD_MIN_PARALLELISM). */
+    double min_parallelism;
     /* One line naming the device and the library versions the session runs
      * with, and the device's memory bandwidth in bytes/s (optional: the CPU
      * has none). */
@@ -201,7 +206,7 @@ const bd_cuda_module *bd_cuda_module_load(char *why, size_t n);
 #define BD_AUTO_MAX_STREAMS 8
 
 /* An automatic plan uses several streams only for graphs at least this parallel
- * (total work over critical-path work). */
+ * (total work over critical-path work), unless the backend says otherwise. */
 #define BD_MIN_PARALLELISM 1.5
 
 /* Builds the first stage of one input signature (backend-independent
@@ -231,6 +236,6 @@ braid_status bd_stages_run(bd_prepared *p, const bd_tensor *inputs, bd_run_out *
  * control-flow nodes, indented under them. */
 void bd_stages_print(FILE *f, const bd_prepared *p, int indent);
 /* Appends a trace event (thread-safe only per stream slot: callers lock). */
-void bd_trace_add(bd_prepared *p, int stream, int node, double t0, double t1);
+void bd_trace_add(bd_prepared *p, int stream, int node, int threads, double t0, double t1);
 
 #endif

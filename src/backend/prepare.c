@@ -51,7 +51,7 @@ void bd_prepared_free(bd_prepared *p)
 }
 
 
-void bd_trace_add(bd_prepared *p, int stream, int node, double t0, double t1)
+void bd_trace_add(bd_prepared *p, int stream, int node, int threads, double t0, double t1)
 {
     if (p->n_trace == p->cap_trace) {
         int cap = p->cap_trace ? 2 * p->cap_trace : 1024;
@@ -61,7 +61,7 @@ void bd_trace_add(bd_prepared *p, int stream, int node, double t0, double t1)
         p->trace = t;
         p->cap_trace = cap;
     }
-    p->trace[p->n_trace++] = (bd_trace_event){stream, node, t0, t1};
+    p->trace[p->n_trace++] = (bd_trace_event){stream, node, threads, t0, t1};
 }
 
 /* Builds bd_sched_input from the instance's live nodes. */
@@ -214,13 +214,14 @@ static braid_status plan_inst(bd_prepared *p, bd_err *e)
     BD_TRY(build_sched_input(p, e));
     /* Automatic (max_streams < 0 gives its cap): the width the DAG needs after
      * merging cheap chains. Streams share the cores, so a graph that is mostly
-     * one chain (parallelism under BD_MIN_PARALLELISM) runs serially: its
-     * branches cannot win back the threads they take from the critical path. */
+     * one chain (parallelism under the backend's minimum, else
+     * BD_MIN_PARALLELISM) runs serially: its branches cannot win back the
+     * threads they take from the critical path. */
     int cap = max_streams ? (max_streams < 0 ? -max_streams : max_streams) : BD_AUTO_MAX_STREAMS;
     if (max_streams <= 0) {
         double par = 1;
         BD_TRY(parallelism(&p->sin, &par, e));
-        if (par < BD_MIN_PARALLELISM) cap = 1;
+        if (par < (p->opts.min_parallelism > 0 ? p->opts.min_parallelism : BD_MIN_PARALLELISM)) cap = 1;
     }
     int folded = 0;
     if (!p->opts.no_fold) BD_TRY(bd_inst_fuse_add(&p->inst, cap, p->opts.fill_cost, &folded, e));

@@ -843,7 +843,7 @@ static braid_status read_graph(load_ctx *c, const Onnx__GraphProto *gp, scope *s
     BD_CHECK_ALLOC(e, sc->m.slot);
 
     for (size_t i = 0; i < gp->n_initializer; i++) {
-        const Onnx__TensorProto *tp = gp->initializer[i];
+        Onnx__TensorProto *tp = gp->initializer[i]; /* its raw data is taken, not copied */
         const char *nm = tr_name(c, c->fr, tp->name ? tp->name : "");
         BD_CHECK_ALLOC(e, nm);
         if (map_find(&sc->m, g, nm) >= 0) {
@@ -852,7 +852,7 @@ static braid_status read_graph(load_ctx *c, const Onnx__GraphProto *gp, scope *s
         }
         int v;
         BD_TRY(define(sc, nm, &v, e));
-        BD_TRY(bd_onnx_tensor(tp, c->base_dir, &t, e));
+        BD_TRY(bd_onnx_tensor_take(tp, c->base_dir, &t, e));
         set_const(&g->values[v], &t);
     }
     /* Graph inputs; those backed by an initializer are constants (their
@@ -971,11 +971,15 @@ fail:
     return st;
 }
 
-braid_status bd_onnx_load(const void *bytes, size_t size, const char *base_dir, bd_graph *g, bd_err *e)
+static braid_status load(const void *bytes, void *owned, size_t size, const char *base_dir, bd_graph *g, bd_err *e)
 {
     memset(g, 0, sizeof *g);
-    if (size == 0) return BD_FAIL(e, BRAID_ERR_PARSE, "the model is empty (0 bytes)");
+    if (size == 0) {
+        bd_free(owned);
+        return BD_FAIL(e, BRAID_ERR_PARSE, "the model is empty (0 bytes)");
+    }
     Onnx__ModelProto *mp = onnx__model_proto__unpack(&bd_pb_allocator, size, bytes);
+    bd_free(owned); /* the message holds copies of everything */
     if (!mp)
         return BD_FAIL(e, BRAID_ERR_PARSE,
                        "the model is not a valid ONNX protobuf (truncated or not an ONNX file, %zu bytes)",
@@ -984,4 +988,14 @@ braid_status bd_onnx_load(const void *bytes, size_t size, const char *base_dir, 
     onnx__model_proto__free_unpacked(mp, &bd_pb_allocator);
     if (st) bd_graph_free(g);
     return st;
+}
+
+braid_status bd_onnx_load(const void *bytes, size_t size, const char *base_dir, bd_graph *g, bd_err *e)
+{
+    return load(bytes, NULL, size, base_dir, g, e);
+}
+
+braid_status bd_onnx_load_owned(void *bytes, size_t size, const char *base_dir, bd_graph *g, bd_err *e)
+{
+    return load(bytes, bytes, size, base_dir, g, e);
 }

@@ -10,6 +10,11 @@
  * refuses it). On failure g is left empty and e names what and where. */
 braid_status bd_onnx_load(const void *bytes, size_t size, const char *base_dir, bd_graph *g,
                           bd_err *e);
+/* The same for bytes (bd_malloc'ed) it takes over: they are freed as soon as
+ * they are parsed, before the graph is built, and the graph's initializers
+ * take the parsed message's raw data instead of copying it, so that a model
+ * is held about twice at the peak of its load, not three times. */
+braid_status bd_onnx_load_owned(void *bytes, size_t size, const char *base_dir, bd_graph *g, bd_err *e);
 
 /* Reads a serialized TensorProto file into t (data bd_malloc'ed); *name (may
  * be NULL) receives its name, bd_malloc'ed. */

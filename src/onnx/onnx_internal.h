@@ -10,6 +10,9 @@
 extern ProtobufCAllocator bd_pb_allocator;
 /* Decodes tp into t (data bd_malloc'ed). */
 braid_status bd_onnx_tensor(const Onnx__TensorProto *tp, const char *base_dir, bd_tensor *t, bd_err *e);
+/* The same, but raw data that needs no conversion is taken from tp (its
+ * raw_data left empty) instead of copied. */
+braid_status bd_onnx_tensor_take(Onnx__TensorProto *tp, const char *base_dir, bd_tensor *t, bd_err *e);
 
 
 /* An op expanded at load into other ops (expand.c): its body as a function

@@ -156,7 +156,8 @@ static braid_status open_external_checked(const Onnx__TensorProto *tp, const cha
     return BRAID_OK;
 }
 
-braid_status bd_onnx_tensor(const Onnx__TensorProto *tp, const char *base_dir, bd_tensor *t, bd_err *e)
+static braid_status tensor(const Onnx__TensorProto *tp, Onnx__TensorProto *take, const char *base_dir, bd_tensor *t,
+                           bd_err *e)
 {
     const char *tname = tp->name ? tp->name : "";
     int dt = tp->has_data_type ? tp->data_type : 0;
@@ -213,6 +214,12 @@ braid_status bd_onnx_tensor(const Onnx__TensorProto *tp, const char *base_dir, b
                            "tensor '%s' declares %zu elements (%zu bytes) but holds %zu bytes", tname,
                            n, want, have);
     }
+    if (take && !external && !packed && tp->has_raw_data && stored && stored == nbytes && tp->raw_data.data) {
+        t->data = take->raw_data.data; /* bd_malloc'ed by bd_pb_allocator: the tensor owns it now */
+        take->raw_data.data = NULL;
+        take->raw_data.len = 0;
+        return BRAID_OK;
+    }
     FILE *f = NULL;
     if (external && (st = open_external_checked(tp, base_dir, stored, &f, e))) return st;
     t->data = bd_malloc(nbytes ? nbytes : 1);
@@ -242,6 +249,16 @@ braid_status bd_onnx_tensor(const Onnx__TensorProto *tp, const char *base_dir, b
     }
     if (st) { bd_free(t->data); t->data = NULL; }
     return st;
+}
+
+braid_status bd_onnx_tensor(const Onnx__TensorProto *tp, const char *base_dir, bd_tensor *t, bd_err *e)
+{
+    return tensor(tp, NULL, base_dir, t, e);
+}
+
+braid_status bd_onnx_tensor_take(Onnx__TensorProto *tp, const char *base_dir, bd_tensor *t, bd_err *e)
+{
+    return tensor(tp, tp, base_dir, t, e);
 }
 
 braid_status bd_onnx_parse_tensor(const void *bytes, size_t size, bd_tensor *t, char **name, bd_err *e)

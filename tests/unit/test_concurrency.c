@@ -2,7 +2,8 @@
  * directly as IR, planned with 1, 2, 3, 4 and an automatic number of streams
  * (every plan passes the verifier inside bd_prepare) and run on the CPU
  * backend's stream threads: every output must be bitwise identical to the
- * serial run's. Also runs under ThreadSanitizer in CI. */
+ * serial run's. Also runs under ThreadSanitizer in CI. And the thread
+ * budget shared by the streams that have work (budget_test). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,11 +107,90 @@ static int run_plan(bd_graph *g, const bd_tensor *in, int max_streams, float *ou
     return rc;
 }
 
+/* A diamond: x -> n0 (Relu) -> n1 (Neg) and a side chain n2 (Abs) -> n3
+ * (Sigmoid) -> n4 (Tanh), both into n5 (Add). */
+static void diamond_graph(bd_graph *g)
+{
+    static const int ops[6] = {BD_OP_Relu, BD_OP_Neg, BD_OP_Abs, BD_OP_Sigmoid, BD_OP_Tanh, BD_OP_Add};
+    static const int src[6][2] = {{-1, 0}, {0, 0}, {0, 0}, {2, 0}, {3, 0}, {1, 4}};
+    memset(g, 0, sizeof *g);
+    g->nodes = bd_calloc(6, sizeof(bd_node));
+    g->inputs = bd_malloc(sizeof(int));
+    g->outputs = bd_malloc(sizeof(int));
+    g->opsets = bd_calloc(1, sizeof(bd_opset));
+    g->opsets[0].domain = bd_strdup("");
+    g->opsets[0].version = 17;
+    g->n_opsets = 1;
+    int x = add_value(g, "x", 0);
+    g->values[x].flags = BD_VAL_INPUT;
+    g->values[x].dtype = BRAID_DTYPE_FLOAT;
+    g->values[x].rank = 2;
+    g->values[x].dims[0] = ROWS;
+    g->values[x].dims[1] = COLS;
+    g->inputs[g->n_inputs++] = x;
+    for (int i = 0; i < 6; i++) {
+        bd_node *nd = &g->nodes[g->n_nodes++];
+        nd->op = ops[i];
+        nd->op_type = bd_strdup(bd_op_table[nd->op].name);
+        nd->domain = bd_strdup("");
+        nd->opset = 17;
+        char name[32];
+        snprintf(name, sizeof name, "n%d", i);
+        nd->name = bd_strdup(name);
+        nd->n_in = i == 5 ? 2 : 1;
+        nd->in = bd_malloc(2 * sizeof(int));
+        nd->out = bd_malloc(sizeof(int));
+        nd->n_out = 1;
+        for (int k = 0; k < nd->n_in; k++) nd->in[k] = src[i][k] < 0 ? x : g->nodes[src[i][k]].out[0];
+        nd->out[0] = add_value(g, "v%d", i);
+        bd_op_parse(nd, NULL);
+    }
+    g->values[g->nodes[5].out[0]].flags |= BD_VAL_OUTPUT;
+    g->outputs[g->n_outputs++] = g->nodes[5].out[0];
+    bd_err e = {0};
+    if (bd_graph_toposort(g, &e) != BRAID_OK) fprintf(stderr, "toposort: %s\n", e.msg);
+}
+
+/* The thread budget follows the streams that have work: in a two-stream
+ * plan of the diamond, n0 runs while the side stream waits for it, so it
+ * gets the whole budget of 2 (a fixed split would give it 1); in the serial
+ * plan every node gets 2. Read from the profile's trace. */
+static void budget_test(const bd_tensor *in)
+{
+    bd_graph g;
+    diamond_graph(&g);
+    for (int ms = 1; ms <= 2; ms++) {
+        bd_err e = {0};
+        bd_prepared p;
+        void *st = NULL;
+        bd_exec_opts o = {.max_streams = ms, .threads = 2, .profile = 1};
+        CHECK(bd_prepare(&g, in, NULL, &(bd_prepare_opts){.max_streams = ms}, &p, &e) == BRAID_OK);
+        CHECK_EQ_INT(p.plan.n_streams, ms);
+        int rc = bd_backend_cpu.open(&g, &o, &st, &e) || bd_backend_cpu.prepare(st, &p, &e) ||
+                 bd_backend_cpu.run(st, &p, in, &e);
+        CHECK(rc == 0);
+        int seen = 0;
+        for (int i = 0; i < p.n_trace; i++) {
+            const bd_trace_event *t = &p.trace[i];
+            if (ms == 1 || t->node == 0) {
+                CHECK_EQ_INT(t->threads, 2);
+                seen++;
+            } else CHECK(t->threads >= 1 && t->threads <= 2);
+        }
+        CHECK_EQ_INT(seen, ms == 1 ? 6 : 1);
+        if (p.bstate) bd_backend_cpu.release(st, &p);
+        bd_backend_cpu.close(st);
+        bd_prepared_free(&p);
+    }
+    bd_graph_free(&g);
+}
+
 int main(void)
 {
     static float xdata[NUMEL];
     for (int i = 0; i < NUMEL; i++) xdata[i] = (float)(i % 97 - 48) / 7.0f;
     bd_tensor in = {.dtype = BRAID_DTYPE_FLOAT, .rank = 2, .dims = {ROWS, COLS}, .data = xdata};
+    budget_test(&in);
     int graphs = 0, runs = 0, multi = 0, mismatches = 0;
     const int caps[] = {2, 3, 4, 0};
     for (int t = 0; t < GRAPHS; t++) {

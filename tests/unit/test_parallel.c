@@ -1,7 +1,8 @@
 /* test_parallel: bd_parallel_for's helper pool hands every chunk out exactly
  * once, whether its helpers are still spinning from the last call (calls back
  * to back), parked (calls after a pause longer than the spin), or taken by
- * another caller at the same time (two threads calling at once). */
+ * another caller at the same time (two threads calling at once); and a
+ * stream thread's share of the budget caps its calls (share_test). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -38,8 +39,42 @@ static void *caller(void *arg)
     return NULL;
 }
 
+/* Items that note whether the caller's thread ran them. */
+typedef struct who {
+    pthread_t caller;
+    int n, *other; /* per item: 1 when a helper ran it */
+} who;
+
+static void note(void *ctx, int64_t begin, int64_t end)
+{
+    who *w = ctx;
+    for (int64_t i = begin; i < end; i++) w->other[i] = !pthread_equal(pthread_self(), w->caller);
+}
+
+/* The share: with 2 busy streams on a budget of 2, a call asking for 4
+ * threads runs on the caller alone, every item once; with the share unset
+ * again, items are still each run once. */
+static void share_test(void)
+{
+    int busy = 2;
+    who w = {pthread_self(), 64, calloc(64, sizeof(int))};
+    bd_parallel_share old = bd_parallel_set_share((bd_parallel_share){&busy, 2});
+    for (int r = 0; r < 50; r++) {
+        for (int i = 0; i < w.n; i++) w.other[i] = -1;
+        bd_parallel_for(4, w.n, 1, note, &w);
+        int helpers = 0, missed = 0;
+        for (int i = 0; i < w.n; i++) helpers += w.other[i] == 1, missed += w.other[i] < 0;
+        CHECK_EQ_INT(helpers, 0);
+        CHECK_EQ_INT(missed, 0);
+    }
+    bd_parallel_set_share(old);
+    CHECK(once(4, 64));
+    free(w.other);
+}
+
 int main(void)
 {
+    share_test();
     int ok = 1;
     for (int r = 0; r < 500; r++) ok &= once(1 + r % 7, 1 + r % 50); /* back to back: helpers spinning */
     CHECK(ok);

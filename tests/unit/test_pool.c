@@ -6,11 +6,13 @@
  * LpPool (p 1, 2, 3 and a float p, pads, dilations, ceil_mode), GlobalLpPool,
  * MaxUnpool (with and without output_shape, repeated and bad indices), and
  * the dtypes beyond float32: MaxPool on int8/uint8 with Indices, double,
- * float16 and bfloat16 pools. */
+ * float16 and bfloat16 pools; float32 MaxPool against a brute-force
+ * reference over many window shapes. */
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
 #include "util/dtype.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -68,6 +70,9 @@ static bd_tensor tensor4(int64_t n, int64_t c, int64_t h, int64_t w, float *data
     return t;
 }
 
+/* Intra-op threads of run(). */
+static int g_threads = 1;
+
 /* Parses, infers and runs the node on x; out[] gets allocated data. */
 static braid_status run(test_node *t, bd_tensor *x, bd_tensor *out, bd_err *e)
 {
@@ -78,7 +83,7 @@ static braid_status run(test_node *t, bd_tensor *x, bd_tensor *out, bd_err *e)
     for (int i = 0; i < t->n.n_out; i++) {
         out[i].data = calloc((size_t)bd_numel(&out[i]), bd_dtype_size(out[i].dtype));
     }
-    bd_kernel k = {&t->n, x, t->n.n_in, out, t->n.n_out, 1, e};
+    bd_kernel k = {&t->n, x, t->n.n_in, out, t->n.n_out, g_threads, e};
     return bd_cpu_run(&k);
 }
 
@@ -95,6 +100,92 @@ static void attr_float(test_node *t, const char *name, float v)
     a->name = (char *)name;
     a->type = BD_ATTR_FLOAT;
     a->f = v;
+}
+
+/* MaxPool on float32 without Indices (the reduced-rows path, planes on the
+ * threads) against a brute-force max over each window's taps inside the
+ * input, on random data with 2 x 3 planes: 1-D, 2-D and 3-D windows, the
+ * SPP windows of YOLO necks (5, 9, 13 on 13x13, stride 1, "same" pads),
+ * strides, dilations, asymmetric pads and ceil_mode, on 1 and 2 threads.
+ * Tolerance 0: a max is one of its inputs. */
+static void maxpool_vs_reference(void)
+{
+    static const struct {
+        int nsp;
+        int64_t in[3], k[3], s[3], d[3], pb[3], pe[3];
+        int ceil;
+    } cfg[] = {
+        {2, {13, 13}, {13, 13}, {1, 1}, {1, 1}, {6, 6}, {6, 6}, 0},
+        {2, {13, 13}, {9, 9}, {1, 1}, {1, 1}, {4, 4}, {4, 4}, 0},
+        {2, {13, 13}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 0},
+        {2, {7, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1},
+        {2, {8, 8}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 0},
+        {2, {6, 10}, {2, 3}, {2, 3}, {1, 1}, {0, 1}, {1, 0}, 1},
+        {2, {6, 6}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, 0},
+        {1, {20}, {4}, {3}, {1}, {1}, {2}, 0},
+        {3, {5, 6, 7}, {3, 2, 3}, {2, 1, 2}, {1, 1, 1}, {1, 0, 1}, {1, 1, 1}, 0},
+    };
+    uint64_t r = 12345;
+    for (size_t c = 0; c < sizeof cfg / sizeof *cfg; c++) {
+        int nsp = cfg[c].nsp;
+        int64_t pads[6];
+        for (int i = 0; i < nsp; i++) pads[i] = cfg[c].pb[i], pads[nsp + i] = cfg[c].pe[i];
+        bd_tensor x = {BRAID_DTYPE_FLOAT, 2 + nsp, {2, 3}, NULL};
+        int64_t isz = 1;
+        for (int i = 0; i < nsp; i++) x.dims[2 + i] = cfg[c].in[i], isz *= cfg[c].in[i];
+        float *xd = malloc((size_t)(6 * isz) * sizeof *xd);
+        for (int64_t i = 0; i < 6 * isz; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            xd[i] = (float)((int64_t)(r >> 40) % 2001 - 1000) / 97.0f;
+        }
+        x.data = xd;
+        for (int th = 1; th <= 2; th++) {
+            test_node t;
+            bd_err e = {0};
+            bd_tensor out[2];
+            memset(out, 0, sizeof out);
+            node_init(&t, BD_OP_MaxPool, 1);
+            attr_ints(&t, "kernel_shape", nsp, cfg[c].k);
+            attr_ints(&t, "strides", nsp, cfg[c].s);
+            attr_ints(&t, "dilations", nsp, cfg[c].d);
+            attr_ints(&t, "pads", 2 * nsp, pads);
+            attr_int(&t, "ceil_mode", cfg[c].ceil);
+            g_threads = th;
+            CHECK_EQ_INT(run(&t, &x, out, &e), BRAID_OK);
+            g_threads = 1;
+            int64_t O[3] = {1, 1, 1}, L[3] = {1, 1, 1}, K[3] = {1, 1, 1}, S[3] = {1, 1, 1}, D[3] = {1, 1, 1},
+                    P[3] = {0, 0, 0}, osz = 1;
+            for (int i = 0; i < nsp; i++) {
+                int j = 3 - nsp + i;
+                O[j] = out[0].dims[2 + i], L[j] = cfg[c].in[i], K[j] = cfg[c].k[i], S[j] = cfg[c].s[i];
+                D[j] = cfg[c].d[i], P[j] = cfg[c].pb[i];
+                osz *= O[j];
+            }
+            int bad = 0;
+            for (int64_t pl = 0; pl < 6; pl++)
+                for (int64_t o0 = 0; o0 < O[0]; o0++)
+                    for (int64_t o1 = 0; o1 < O[1]; o1++)
+                        for (int64_t o2 = 0; o2 < O[2]; o2++) {
+                            float m = -FLT_MAX;
+                            for (int64_t a = 0; a < K[0]; a++)
+                                for (int64_t b = 0; b < K[1]; b++)
+                                    for (int64_t q = 0; q < K[2]; q++) {
+                                        int64_t i0 = o0 * S[0] - P[0] + a * D[0], i1 = o1 * S[1] - P[1] + b * D[1],
+                                                i2 = o2 * S[2] - P[2] + q * D[2];
+                                        if (i0 < 0 || i0 >= L[0] || i1 < 0 || i1 >= L[1] || i2 < 0 || i2 >= L[2])
+                                            continue;
+                                        float v = xd[pl * isz + (i0 * L[1] + i1) * L[2] + i2];
+                                        m = v > m ? v : m;
+                                    }
+                            float got = ((float *)out[0].data)[pl * osz + (o0 * O[1] + o1) * O[2] + o2];
+                            bad += got != m;
+                        }
+            if (bad) fprintf(stderr, "MaxPool config %zu on %d threads: %d outputs differ\n", c, th, bad);
+            CHECK_EQ_INT(bad, 0);
+            done(&t, out);
+        }
+        free(xd);
+    }
 }
 
 /* LpPool, GlobalLpPool, MaxUnpool and the dtypes beyond float32. */
@@ -301,6 +392,7 @@ static void more_pools(void)
 
 int main(void)
 {
+    maxpool_vs_reference();
     bd_err e = {0};
     test_node t;
     bd_tensor out[2];

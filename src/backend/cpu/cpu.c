@@ -4,7 +4,17 @@
  * condition variable: RECORD stores the run's generation and wakes waiters,
  * WAIT sleeps until the event holds this run's generation. A failing kernel
  * aborts the run: every waiter wakes up and every stream stops, so an error
- * never deadlocks. */
+ * never deadlocks.
+ *
+ * The thread budget (--threads) is shared by the streams that have work at
+ * the moment: a kernel's bd_parallel_for calls run on budget / (streams not
+ * waiting on an event and not finished) threads, read when a call starts
+ * and again between its grains (bd_parallel_set_share), so helpers join a
+ * long kernel as soon as the other streams go idle. So a stream that idles while
+ * another waits for it leaves the cores to the one that runs, and a plan
+ * whose side stream is busy only for a branch (the reverse half of a
+ * bidirectional LSTM) costs the rest of the graph no threads. Results do not
+ * depend on the thread count, so this changes no bits. */
 #include <cblas.h>
 #include <pthread.h>
 #include <string.h>
@@ -13,6 +23,7 @@
 #include "util/strpool.h"
 #include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/parallel.h"
 
 typedef struct cpu_state {
     int threads;
@@ -24,7 +35,6 @@ typedef struct worker {
     struct bd_prepared *p;
     struct cpu_state *s;
     int stream;
-    int threads;
     pthread_t tid;
 } worker;
 
@@ -41,6 +51,11 @@ typedef struct cpu_plan {
     int done, quit;
     worker *w;              /* n_streams workers; w[0] is the caller's */
     int n_started;          /* worker threads running (streams 1..n_started) */
+    int busy;               /* streams running a node now (atomic): they share the thread budget */
+    int busy0;              /* streams whose first command is not a wait: busy when a run starts */
+    int *wait_ev;           /* per stream (under mu): the event it sleeps on, -1 none, -2 woken by its
+                             * record and counted busy by the recorder (so the next node it
+                             * launches already counts in the share of the recorder's) */
     int max_in, max_out;
 } cpu_plan;
 
@@ -82,6 +97,7 @@ static void cpu_release(void *state, bd_prepared *p)
         pthread_cond_destroy(&cp->go_cv);
         pthread_cond_destroy(&cp->done_cv);
         bd_free(cp->w);
+        bd_free(cp->wait_ev);
         bd_free(cp->arena_base);
         bd_free(cp->event_gen);
         bd_free(cp);
@@ -143,8 +159,14 @@ static braid_status cpu_prepare(void *state, bd_prepared *p, bd_err *e)
     int S = BD_MAX(p->plan.n_streams, 1);
     cpu_state *s = state;
     cp->w = bd_calloc((size_t)S, sizeof *cp->w);
-    BD_CHECK_ALLOC(e, cp->w);
-    for (int t = 0; t < S; t++) cp->w[t] = (worker){.p = p, .s = s, .stream = t, .threads = BD_MAX(1, s->threads / S)};
+    cp->wait_ev = bd_malloc((size_t)S * sizeof *cp->wait_ev);
+    BD_CHECK_ALLOC(e, cp->w && cp->wait_ev);
+    for (int t = 0; t < S; t++) {
+        cp->w[t] = (worker){.p = p, .s = s, .stream = t};
+        cp->wait_ev[t] = -1;
+        int c0 = p->plan.stream_start[t];
+        cp->busy0 += c0 >= p->plan.stream_start[t + 1] || p->plan.cmds[c0].kind != BD_CMD_WAIT;
+    }
     for (int t = 1; t < S; t++) {
         if (pthread_create(&cp->w[t].tid, NULL, worker_main, &cp->w[t]) != 0) {
             st = BD_FAIL(e, BRAID_ERR_INTERNAL, "cannot start the thread of stream %d", t);
@@ -175,6 +197,9 @@ static void *run_stream(void *arg)
     bd_prepared *p = w->p;
     cpu_plan *cp = p->bstate;
     bd_err err = {0};
+    const int c_first = p->plan.stream_start[w->stream], c_end = p->plan.stream_start[w->stream + 1];
+    int busy = c_first < c_end && p->plan.cmds[c_first].kind != BD_CMD_WAIT; /* counted in cp->busy */
+    bd_parallel_share outer = bd_parallel_set_share((bd_parallel_share){&cp->busy, w->s->threads});
     bd_tensor *in = bd_calloc((size_t)cp->max_in + 1, sizeof *in);
     bd_tensor *out = bd_calloc((size_t)cp->max_out + 1, sizeof *out);
     if (!in || !out) {
@@ -182,7 +207,7 @@ static void *run_stream(void *arg)
         run_abort(cp, &err);
         goto done;
     }
-    for (int c = p->plan.stream_start[w->stream]; c < p->plan.stream_start[w->stream + 1]; c++) {
+    for (int c = c_first; c < c_end; c++) {
         const bd_cmd *cmd = &p->plan.cmds[c];
         if (cmd->kind == BD_CMD_LAUNCH) {
             if (__atomic_load_n(&cp->abort, __ATOMIC_ACQUIRE)) break;
@@ -197,8 +222,17 @@ static void *run_stream(void *arg)
              * kernels write such outputs, so they get a NULL pointer. */
             for (int k = 0; k < n->n_out; k++)
                 if (n->out[k] < 0) out[k].data = NULL;
+            if (!busy) { /* a stream with no wait before its first launch */
+                __atomic_add_fetch(&cp->busy, 1, __ATOMIC_RELAXED);
+                busy = 1;
+            }
+            /* The kernel may split its work for the whole budget; its
+             * bd_parallel_for calls run on the share (the profile records
+             * the share at launch). */
+            int sharing = BD_MAX(1, __atomic_load_n(&cp->busy, __ATOMIC_RELAXED));
+            int share = BD_MAX(1, w->s->threads / sharing);
             bd_kernel k = {.node = n, .in = in, .n_in = n->n_in, .out = out, .n_out = n->n_out,
-                           .threads = w->threads, .err = &err, .plan = p, .live_index = cmd->arg, .backend = w->s,
+                           .threads = w->s->threads, .err = &err, .plan = p, .live_index = cmd->arg, .backend = w->s,
                            .strings = &w->s->strings};
             double t0 = w->s->profile ? bd_now() : 0;
             if (bd_cpu_run(&k) != BRAID_OK) {
@@ -213,23 +247,37 @@ static void *run_stream(void *arg)
             if (w->s->profile) {
                 double t1 = bd_now();
                 pthread_mutex_lock(&cp->mu);
-                bd_trace_add(p, w->stream, ni, t0, t1);
+                bd_trace_add(p, w->stream, ni, share, t0, t1);
                 pthread_mutex_unlock(&cp->mu);
             }
         } else if (cmd->kind == BD_CMD_RECORD) {
             pthread_mutex_lock(&cp->mu);
             cp->event_gen[cmd->arg] = cp->gen;
+            for (int t = 0; t < p->plan.n_streams; t++) /* they have work again from now on */
+                if (cp->wait_ev[t] == cmd->arg) {
+                    cp->wait_ev[t] = -2;
+                    __atomic_add_fetch(&cp->busy, 1, __ATOMIC_RELAXED);
+                }
             pthread_cond_broadcast(&cp->cv);
             pthread_mutex_unlock(&cp->mu);
         } else {
             pthread_mutex_lock(&cp->mu);
-            while (cp->event_gen[cmd->arg] != cp->gen && !cp->abort) pthread_cond_wait(&cp->cv, &cp->mu);
+            if (cp->event_gen[cmd->arg] != cp->gen && !cp->abort) {
+                if (busy) __atomic_sub_fetch(&cp->busy, 1, __ATOMIC_RELAXED); /* idle while it waits */
+                busy = 0;
+                cp->wait_ev[w->stream] = cmd->arg;
+                while (cp->event_gen[cmd->arg] != cp->gen && !cp->abort) pthread_cond_wait(&cp->cv, &cp->mu);
+                busy = cp->wait_ev[w->stream] == -2; /* the recorder counted it */
+                cp->wait_ev[w->stream] = -1;
+            }
             int stop = cp->abort;
             pthread_mutex_unlock(&cp->mu);
             if (stop) break;
         }
     }
 done:
+    bd_parallel_set_share(outer);
+    if (busy) __atomic_sub_fetch(&cp->busy, 1, __ATOMIC_RELAXED);
     bd_free(in);
     bd_free(out);
     return NULL;
@@ -244,6 +292,7 @@ braid_status bd_cpu_run_nested(void *state, bd_prepared *p, const bd_tensor *inp
     pthread_mutex_lock(&cp->mu);
     cp->abort = 0;
     cp->done = 0;
+    __atomic_store_n(&cp->busy, cp->busy0, __ATOMIC_RELAXED);
     cp->gen++; /* a new run: events of the last one no longer count, parked streams go */
     pthread_cond_broadcast(&cp->go_cv);
     pthread_mutex_unlock(&cp->mu);
@@ -275,6 +324,11 @@ static int cpu_auto_streams(void *state)
 
 const bd_backend bd_backend_cpu = {
     .auto_streams = cpu_auto_streams,
+    /* A stream takes threads only while it has work (the budget above), so a
+     * side branch costs the critical path little: a graph with a tenth of
+     * its work beside its critical path (a bidirectional LSTM's reverse half
+     * beside a CNN) is worth a second stream. */
+    .min_parallelism = 1.1,
     .name = "cpu",
     .open = cpu_open,
     .close = cpu_close,

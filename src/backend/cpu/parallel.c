@@ -1,4 +1,4 @@
-/* parallel.c: bd_parallel_for (contiguous chunks run by the caller and by
+/* parallel.c: bd_parallel_for (grains of items claimed by the caller and by
  * helper threads of a process-wide pool) and the tiled,
  * thread-count-independent bd_sgemm over OpenBLAS. */
 #include "backend/cpu/parallel.h"
@@ -11,33 +11,64 @@
 
 #define MAX_THREADS 64
 
-/* One call's bookkeeping: how many of its chunks helpers still run. */
+/* One call: its items are claimed grain by grain from `next` by the caller
+ * and by every helper that took the call, so a helper that is slow to wake
+ * (parked, or descheduled on a loaded machine) costs the caller nothing:
+ * the caller runs what nobody claimed, takes back the offers nobody picked
+ * up, and waits only for helpers that are running a grain. */
 typedef struct call {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int pending;
-} call;
-
-typedef struct chunk {
     void (*fn)(void *, int64_t, int64_t);
     void *ctx;
-    int64_t begin, end;
-    call *owner; /* NULL when the caller runs it */
-} chunk;
+    int64_t n, grain;
+    int64_t next; /* atomic: the first item nobody claimed yet */
+    int done;     /* atomic: helpers that took the call and have finished with it */
+    int spin;     /* whether its helpers should spin for the next call: not when the
+                   * caller's share is one thread (the other cores run other streams) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} call;
+
+static __thread bd_parallel_share tl_share;
+
+bd_parallel_share bd_parallel_set_share(bd_parallel_share s)
+{
+    bd_parallel_share old = tl_share;
+    tl_share = s;
+    return old;
+}
+
+/* The threads this thread's share allows now, from 1 to cap. */
+static int64_t share_now(int64_t cap)
+{
+    if (!tl_share.busy) return cap;
+    int busy = __atomic_load_n(tl_share.busy, __ATOMIC_RELAXED);
+    return BD_MAX((int64_t)1, BD_MIN(cap, (int64_t)(tl_share.budget / BD_MAX(busy, 1))));
+}
+
+/* Runs grains of c until none is left. */
+static void drain(call *c)
+{
+    for (;;) {
+        int64_t b = __atomic_fetch_add(&c->next, c->grain, __ATOMIC_RELAXED);
+        if (b >= c->n) return;
+        c->fn(c->ctx, b, BD_MIN(b + c->grain, c->n));
+    }
+}
 
 /* The helper pool: threads started on demand (never more than MAX_THREADS - 1)
- * that park between chunks, so that a kernel does not pay for starting and
+ * that park between calls, so that a kernel does not pay for starting and
  * ending threads on every call. Calls from several stream threads at once
- * each take the idle helpers they find and run the rest of their chunks
- * themselves: nobody waits for a helper. Static storage: nothing here can
- * fail to allocate. */
+ * each take the idle helpers they find: nobody waits for a helper. Static
+ * storage: nothing here can fail to allocate. */
 typedef struct helper {
     pthread_t tid;
     pthread_cond_t cv;
-    chunk *job;   /* set by a caller, cleared by the helper when done (atomic: read while spinning) */
+    call *job;    /* atomic. NULL: idle (in pool.idle); a call: offered by its caller; TAKEN: running it */
     int started;
     int sleeping; /* parked on cv: a caller must signal it (under pool.mu) */
 } helper;
+
+#define TAKEN ((call *)&pool) /* never a call's address */
 
 /* How long an idle helper, and a caller waiting for its helpers, spin before
  * they sleep: kernels come in quick succession (a transformer layer is a
@@ -62,55 +93,58 @@ static struct {
 static void *helper_main(void *arg)
 {
     helper *h = arg;
-    pthread_mutex_lock(&pool.mu);
+    int spin = 1;
     for (;;) {
-        if (!h->job && !pool.quit) { /* spin a while before parking */
-            pthread_mutex_unlock(&pool.mu);
-            for (int i = 0; i < SPIN_ROUNDS && !__atomic_load_n(&h->job, __ATOMIC_ACQUIRE) &&
-                            !__atomic_load_n(&pool.quit, __ATOMIC_RELAXED); i++)
-                cpu_relax();
-            pthread_mutex_lock(&pool.mu);
+        call *c = NULL;
+        for (int i = 0; spin && i < SPIN_ROUNDS; i++) { /* spin a while before parking */
+            if ((c = __atomic_load_n(&h->job, __ATOMIC_ACQUIRE)) || __atomic_load_n(&pool.quit, __ATOMIC_RELAXED)) break;
+            cpu_relax();
         }
-        while (!h->job && !pool.quit) {
+        pthread_mutex_lock(&pool.mu);
+        while (!(c = __atomic_load_n(&h->job, __ATOMIC_ACQUIRE)) && !pool.quit) {
             h->sleeping = 1;
             pthread_cond_wait(&h->cv, &pool.mu);
             h->sleeping = 0;
         }
-        if (!h->job) break; /* quitting, with nothing handed over */
-        chunk *c = h->job;
         pthread_mutex_unlock(&pool.mu);
-        c->fn(c->ctx, c->begin, c->end);
-        pthread_mutex_lock(&c->owner->mu);
-        if (__atomic_sub_fetch(&c->owner->pending, 1, __ATOMIC_RELEASE) == 0) pthread_cond_signal(&c->owner->cv);
-        pthread_mutex_unlock(&c->owner->mu);
+        if (!c) break; /* quitting, with nothing offered */
+        /* Take the offer unless its caller has taken it back (then the
+         * caller has put this helper back among the idle ones). */
+        if (!__atomic_compare_exchange_n(&h->job, &c, TAKEN, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
+        drain(c);
+        spin = __atomic_load_n(&c->spin, __ATOMIC_RELAXED);
+        pthread_mutex_lock(&c->mu);
+        __atomic_add_fetch(&c->done, 1, __ATOMIC_RELEASE);
+        pthread_cond_signal(&c->cv);
+        pthread_mutex_unlock(&c->mu); /* the last touch of c: its caller may return now */
         pthread_mutex_lock(&pool.mu);
         __atomic_store_n(&h->job, NULL, __ATOMIC_RELAXED);
         pool.idle[pool.n_idle++] = (int)(h - pool.h);
+        pthread_mutex_unlock(&pool.mu);
     }
-    pthread_mutex_unlock(&pool.mu);
     return NULL;
 }
 
-/* Hands c to an idle helper (starting one if the pool may grow); 0 when
- * none can take it. Called with pool.mu held. */
-static int give(chunk *c)
+/* Offers c to an idle helper (starting one if the pool may grow); the helper,
+ * or NULL when none can take it. Called with pool.mu held. */
+static helper *give(call *c)
 {
-    if (pool.quit) return 0;
+    if (pool.quit) return NULL;
     if (!pool.n_idle && pool.n_started < MAX_THREADS - 1) {
         helper *h = &pool.h[pool.n_started];
-        if (pthread_cond_init(&h->cv, NULL) != 0) return 0;
+        if (pthread_cond_init(&h->cv, NULL) != 0) return NULL;
         if (pthread_create(&h->tid, NULL, helper_main, h) != 0) {
             pthread_cond_destroy(&h->cv);
-            return 0;
+            return NULL;
         }
         h->started = 1;
         pool.idle[pool.n_idle++] = pool.n_started++;
     }
-    if (!pool.n_idle) return 0;
+    if (!pool.n_idle) return NULL;
     helper *h = &pool.h[pool.idle[--pool.n_idle]];
     __atomic_store_n(&h->job, c, __ATOMIC_RELEASE);
     if (h->sleeping) pthread_cond_signal(&h->cv);
-    return 1;
+    return h;
 }
 
 /* Stops the helpers when the library is unloaded or the process ends, so no
@@ -134,29 +168,57 @@ void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void 
     int64_t nt = BD_MIN((int64_t)BD_MAX(threads, 1), (int64_t)MAX_THREADS);
     nt = BD_MIN(nt, n / BD_MAX(min_chunk, 1));
     if (nt <= 1) { fn(ctx, 0, n); return; }
-    chunk jobs[MAX_THREADS];
-    int given[MAX_THREADS] = {0};
-    call cl = {.pending = 0};
+    /* Grains of about an eighth of a thread's share (at least min_chunk):
+     * late helpers leave little to wait for, and a grain's call costs little. */
+    call cl = {.fn = fn, .ctx = ctx, .n = n, .grain = BD_MAX(BD_MAX(min_chunk, (int64_t)1), n / (nt * 8)), .spin = 1};
     pthread_mutex_init(&cl.mu, NULL);
     pthread_cond_init(&cl.cv, NULL);
-    pthread_mutex_lock(&pool.mu);
-    for (int64_t i = 0; i < nt; i++) {
-        jobs[i] = (chunk){fn, ctx, n * i / nt, n * (i + 1) / nt, &cl};
-        if (i > 0 && give(&jobs[i])) {
-            given[i] = 1;
-            pthread_mutex_lock(&cl.mu);
-            __atomic_add_fetch(&cl.pending, 1, __ATOMIC_RELAXED);
-            pthread_mutex_unlock(&cl.mu);
+    helper *given[MAX_THREADS];
+    int n_given = 0;
+    int64_t allow = share_now(nt);
+    if (allow > 1) {
+        pthread_mutex_lock(&pool.mu);
+        for (int64_t i = 1; i < allow; i++) {
+            helper *h = give(&cl);
+            if (!h) break;
+            given[n_given++] = h;
+        }
+        pthread_mutex_unlock(&pool.mu);
+    }
+    /* The caller's grains; between them, more helpers when the share grew. */
+    for (;;) {
+        int64_t b = __atomic_fetch_add(&cl.next, cl.grain, __ATOMIC_RELAXED);
+        if (b >= n) break;
+        fn(ctx, b, BD_MIN(b + cl.grain, n));
+        if (tl_share.busy && b + cl.grain >= n) __atomic_store_n(&cl.spin, share_now(nt) > 1, __ATOMIC_RELAXED);
+        if (tl_share.busy && n_given + 1 < nt && b + cl.grain < n && (allow = share_now(nt)) > n_given + 1) {
+            pthread_mutex_lock(&pool.mu);
+            while (n_given + 1 < allow) {
+                helper *h = give(&cl);
+                if (!h) break;
+                given[n_given++] = h;
+            }
+            pthread_mutex_unlock(&pool.mu);
         }
     }
-    pthread_mutex_unlock(&pool.mu);
-    for (int64_t i = 0; i < nt; i++) /* ours: the first chunk and those no helper took */
-        if (!given[i]) fn(ctx, jobs[i].begin, jobs[i].end);
+    /* Every item is claimed: take back the offers nobody picked up. */
+    int taken = 0, back = 0;
+    for (int i = 0; i < n_given; i++) {
+        call *want = &cl;
+        if (__atomic_compare_exchange_n(&given[i]->job, &want, NULL, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            given[back++] = given[i];
+        else taken++;
+    }
+    if (back) {
+        pthread_mutex_lock(&pool.mu);
+        for (int i = 0; i < back; i++) pool.idle[pool.n_idle++] = (int)(given[i] - pool.h);
+        pthread_mutex_unlock(&pool.mu);
+    }
     /* Spin first; then the lock also waits for the last helper to let go of
      * cl.mu before cl is destroyed. */
-    for (int i = 0; i < SPIN_ROUNDS && __atomic_load_n(&cl.pending, __ATOMIC_ACQUIRE) > 0; i++) cpu_relax();
+    for (int i = 0; i < SPIN_ROUNDS && __atomic_load_n(&cl.done, __ATOMIC_ACQUIRE) < taken; i++) cpu_relax();
     pthread_mutex_lock(&cl.mu);
-    while (cl.pending > 0) pthread_cond_wait(&cl.cv, &cl.mu);
+    while (__atomic_load_n(&cl.done, __ATOMIC_ACQUIRE) < taken) pthread_cond_wait(&cl.cv, &cl.mu);
     pthread_mutex_unlock(&cl.mu);
     pthread_cond_destroy(&cl.cv);
     pthread_mutex_destroy(&cl.mu);

@@ -1,19 +1,33 @@
 /* parallel.h: intra-op parallelism of the CPU kernels, and a GEMM whose
  * results do not depend on the thread count. OpenBLAS always runs
  * single-threaded inside braid: the stream threads and these loops share the
- * cores instead (the budget is --threads divided among the plan's streams). */
+ * cores instead (the budget is --threads, shared by the plan's streams that have work). */
 #ifndef BD_PARALLEL_H
 #define BD_PARALLEL_H
 
 #include <stdint.h>
 
-/* Runs fn(ctx, begin, end) over [0, n) in at most `threads` contiguous chunks
- * of at least min_chunk items; the caller's thread runs the first chunk, and
- * parked helper threads of a process-wide pool the others (a chunk no helper
- * is free for runs on the caller). Which thread runs a chunk never changes
- * what it computes. */
+/* Runs fn(ctx, begin, end) over [0, n) on up to `threads` threads (fewer
+ * when n / min_chunk is smaller), in contiguous grains of at least min_chunk
+ * items (about an eighth of a thread's share) that the caller and up to
+ * threads - 1 helper threads of a process-wide pool claim one after another:
+ * a helper that wakes late finds less to do, and the caller never waits for
+ * one that has not started. Every item is run once; which thread runs it,
+ * and how the items are grouped, never changes what it computes. */
 void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void *ctx, int64_t begin, int64_t end),
                      void *ctx);
+
+/* The live share of the calling thread (a stream thread of a plan): while
+ * busy is set, bd_parallel_for on this thread runs on at most
+ * budget / *busy threads (read atomically when the call starts and again
+ * after each grain the caller runs, so helpers join a call as soon as other
+ * streams go idle), and never more than its `threads`. Returns the share
+ * it replaces, for the caller to put back (nested plans). */
+typedef struct bd_parallel_share {
+    const int *busy; /* streams of the plan that have work now; NULL: no share, `threads` rules */
+    int budget;
+} bd_parallel_share;
+bd_parallel_share bd_parallel_set_share(bd_parallel_share s);
 
 /* C = alpha op(A) op(B) + beta C, row-major, on up to `threads` threads. The
  * product is cut into a grid of tiles that depends on M, N and K only (at most

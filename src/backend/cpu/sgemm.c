@@ -162,16 +162,25 @@ __attribute__((target("avx2,fma"))) static float hsum256(__m256 v)
                                                   int64_t ldc)                                                   \
     {                                                                                                            \
         int64_t kv = k / W * W;                                                                                  \
+        int64_t groups = (m + 3) / 4;                                                                            \
         for (int64_t j0 = 0; j0 < n; j0 += 4) {                                                                  \
             const float *bp[4];                                                                                  \
             for (int s = 0; s < 4; s++) bp[s] = b + BD_MIN(j0 + s, n - 1) * ldb;                                \
             for (int64_t i0 = 0; i0 < m; i0 += 4) {                                                              \
                 const float *ap[4];                                                                              \
                 for (int r = 0; r < 4; r++) ap[r] = a + BD_MIN(i0 + r, m - 1) * lda;                            \
+                /* The next 4 rows of B, one cache line of each per step, spread over the passes of A's \
+                 * row groups (pass g takes rows s with s % groups == g): B then streams from memory \
+                 * while the rows in cache are used, not in bursts at each first pass. */               \
+                const char *pf[4];                                                                               \
+                int npf = 0;                                                                                     \
+                for (int s = 0; s < 4; s++)                                                                      \
+                    if (s % groups == (i0 / 4) % 4 && j0 + 4 + s < n) pf[npf++] = (const char *)(b + (j0 + 4 + s) * ldb); \
                 VT acc[4][4];                                                                                    \
                 _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)                                             \
                     _Pragma("GCC unroll 4") for (int s = 0; s < 4; s++) acc[r][s] = ZERO();                     \
                 for (int64_t q = 0; q < kv; q += W) {                                                            \
+                    for (int f = 0; f < npf; f++) __builtin_prefetch(pf[f] + q * 4, 0, 3);                       \
                     VT bv[4];                                                                                    \
                     _Pragma("GCC unroll 4") for (int s = 0; s < 4; s++) bv[s] = LOAD(bp[s] + q);                \
                     _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {                                       \

@@ -479,7 +479,7 @@ static void collect_profile(cuda_state *s, bd_prepared *p, double host_base)
             cudaGetLastError();
             continue;
         }
-        bd_trace_add(p, p->plan.node_stream[i], p->live[i], host_base + a * 1e-3, host_base + b * 1e-3);
+        bd_trace_add(p, p->plan.node_stream[i], p->live[i], 0, host_base + a * 1e-3, host_base + b * 1e-3);
     }
 }
 

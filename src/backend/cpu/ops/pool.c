@@ -33,6 +33,56 @@ static void fill_axis(axis_tab *t, int64_t out, int64_t L, int64_t k, int64_t s,
     }
 }
 
+/* MaxPool without Indices, planes [b, e): per output row, the window's rows
+ * reduced into the plane's own W-long row of tmp (one vectorized pass per
+ * input row), then each output the max of its columns there. A window's
+ * taps so meet in column-major order (a row's first NaN stays, as in the
+ * interior path this generalizes); no output reads an input twice per row. */
+typedef struct max_job {
+    const axis_tab *t;
+    const float *x;
+    float *y, *tmp;          /* tmp: (planes, W) */
+    int64_t H, W, O[3], dd, dh, dw, isz, osz;
+    int64_t c0, c1;          /* the input columns some window reads */
+} max_job;
+
+static void max_planes(void *ctx, int64_t b, int64_t e)
+{
+    const max_job *j = ctx;
+    const axis_tab *t = j->t;
+    const int64_t H = j->H, W = j->W, dw = j->dw;
+    for (int64_t pl = b; pl < e; pl++) {
+        const float *xp = j->x + pl * j->isz;
+        float *yp = j->y + pl * j->osz, *tmp = j->tmp + pl * W;
+        for (int64_t od = 0; od < j->O[0]; od++) {
+            const int64_t fd = t[0].first[od], cd = t[0].count[od];
+            for (int64_t oh = 0; oh < j->O[1]; oh++) {
+                const int64_t fh = t[1].first[oh], ch = t[1].count[oh];
+                float *yr = yp + (od * j->O[1] + oh) * j->O[2];
+                if (cd * ch == 0 || j->c1 <= j->c0) { /* no input row (or column) in the windows */
+                    for (int64_t ow = 0; ow < j->O[2]; ow++) yr[ow] = -FLT_MAX;
+                    continue;
+                }
+                for (int64_t a = 0, first = 1; a < cd; a++)
+                    for (int64_t r = 0; r < ch; r++, first = 0) {
+                        const float *row = xp + ((fd + a * j->dd) * H + fh + r * j->dh) * W;
+                        if (first) memcpy(tmp + j->c0, row + j->c0, (size_t)(j->c1 - j->c0) * sizeof *tmp);
+                        else
+                            for (int64_t c = j->c0; c < j->c1; c++) tmp[c] = row[c] > tmp[c] ? row[c] : tmp[c];
+                    }
+                for (int64_t ow = 0; ow < j->O[2]; ow++) {
+                    const int64_t cw = t[2].count[ow];
+                    if (!cw) { yr[ow] = -FLT_MAX; continue; }
+                    const float *src = tmp + t[2].first[ow];
+                    float v = src[0];
+                    for (int64_t c = 1; c < cw; c++) v = src[c * dw] > v ? src[c * dw] : v;
+                    yr[ow] = v;
+                }
+            }
+        }
+    }
+}
+
 static braid_status window_pool(const bd_kernel *k)
 {
     braid_status st = BRAID_OK;
@@ -84,6 +134,20 @@ static braid_status window_pool(const bd_kernel *k)
     const int col = p->storage_order == 1;
     /* Interior columns [lo, hi): windows wholly inside the input along W,
      * reduced row-wise through tmp (not when Indices are wanted). */
+    if (!avg && !ind) { /* MaxPool: every column through the reduced rows, planes on the threads */
+        max_job j = {t, x, y, NULL, H, W, {O[0], O[1], O[2]}, dd, dh, dw, isz, osz, W, 0};
+        for (int64_t ow = 0; ow < O[2]; ow++)
+            if (t[2].count[ow] > 0) {
+                j.c0 = BD_MIN(j.c0, t[2].first[ow]);
+                j.c1 = BD_MAX(j.c1, t[2].first[ow] + (t[2].count[ow] - 1) * dw + 1);
+            }
+        j.tmp = bd_malloc((size_t)(planes * W) * sizeof *j.tmp + 1);
+        BD_CHECK_ALLOC(e, j.tmp);
+        int64_t work = osz * (K[0] * K[1] + K[2]) + 1;
+        bd_parallel_for(k->threads, planes, BD_MAX((int64_t)1, 65536 / work), max_planes, &j);
+        bd_free(j.tmp);
+        goto fail; /* done */
+    }
     const int64_t KW = K[2], sw = S[2];
     int64_t lo = 0, hi = 0;
     while (lo < O[2] && t[2].count[lo] != KW) lo++;
