@@ -23,6 +23,7 @@ typedef struct chunk {
     void *ctx;
     int64_t begin, end;
     call *owner; /* NULL when the caller runs it */
+    int taken;   /* a helper has started it (under pool.mu): the caller can no longer take it back */
 } chunk;
 
 /* The helper pool: threads started on demand (never more than MAX_THREADS - 1)
@@ -78,6 +79,7 @@ static void *helper_main(void *arg)
         }
         if (!h->job) break; /* quitting, with nothing handed over */
         chunk *c = h->job;
+        c->taken = 1;
         pthread_mutex_unlock(&pool.mu);
         c->fn(c->ctx, c->begin, c->end);
         pthread_mutex_lock(&c->owner->mu);
@@ -91,8 +93,8 @@ static void *helper_main(void *arg)
     return NULL;
 }
 
-/* Hands c to an idle helper (starting one if the pool may grow); 0 when
- * none can take it. Called with pool.mu held. */
+/* Hands c to an idle helper (starting one if the pool may grow): 1 + the
+ * helper's index, or 0 when none can take it. Called with pool.mu held. */
 static int give(chunk *c)
 {
     if (pool.quit) return 0;
@@ -107,10 +109,11 @@ static int give(chunk *c)
         pool.idle[pool.n_idle++] = pool.n_started++;
     }
     if (!pool.n_idle) return 0;
-    helper *h = &pool.h[pool.idle[--pool.n_idle]];
+    int hi = pool.idle[--pool.n_idle];
+    helper *h = &pool.h[hi];
     __atomic_store_n(&h->job, c, __ATOMIC_RELEASE);
     if (h->sleeping) pthread_cond_signal(&h->cv);
-    return 1;
+    return hi + 1;
 }
 
 /* Stops the helpers when the library is unloaded or the process ends, so no
@@ -141,9 +144,8 @@ void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void 
     pthread_cond_init(&cl.cv, NULL);
     pthread_mutex_lock(&pool.mu);
     for (int64_t i = 0; i < nt; i++) {
-        jobs[i] = (chunk){fn, ctx, n * i / nt, n * (i + 1) / nt, &cl};
-        if (i > 0 && give(&jobs[i])) {
-            given[i] = 1;
+        jobs[i] = (chunk){fn, ctx, n * i / nt, n * (i + 1) / nt, &cl, 0};
+        if (i > 0 && (given[i] = give(&jobs[i])) != 0) {
             pthread_mutex_lock(&cl.mu);
             __atomic_add_fetch(&cl.pending, 1, __ATOMIC_RELAXED);
             pthread_mutex_unlock(&cl.mu);
@@ -152,6 +154,20 @@ void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void 
     pthread_mutex_unlock(&pool.mu);
     for (int64_t i = 0; i < nt; i++) /* ours: the first chunk and those no helper took */
         if (!given[i]) fn(ctx, jobs[i].begin, jobs[i].end);
+    /* Chunks whose helper has not started them yet (not scheduled: the
+     * machine is busy) are taken back and run here, rather than waited for. */
+    int back[MAX_THREADS], n_back = 0;
+    pthread_mutex_lock(&pool.mu);
+    for (int64_t i = 1; i < nt; i++) {
+        if (!given[i] || jobs[i].taken) continue;
+        helper *h = &pool.h[given[i] - 1];
+        __atomic_store_n(&h->job, NULL, __ATOMIC_RELAXED);
+        pool.idle[pool.n_idle++] = given[i] - 1;
+        __atomic_sub_fetch(&cl.pending, 1, __ATOMIC_RELAXED);
+        back[n_back++] = (int)i;
+    }
+    pthread_mutex_unlock(&pool.mu);
+    for (int i = 0; i < n_back; i++) fn(ctx, jobs[back[i]].begin, jobs[back[i]].end);
     /* Spin first; then the lock also waits for the last helper to let go of
      * cl.mu before cl is destroyed. */
     for (int i = 0; i < SPIN_ROUNDS && __atomic_load_n(&cl.pending, __ATOMIC_ACQUIRE) > 0; i++) cpu_relax();
@@ -160,6 +176,33 @@ void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void 
     pthread_mutex_unlock(&cl.mu);
     pthread_cond_destroy(&cl.cv);
     pthread_mutex_destroy(&cl.mu);
+}
+
+typedef struct claim_job {
+    void (*fn)(void *, int64_t, int64_t, int64_t);
+    void *ctx;
+    int64_t n, grain, next; /* next: the first item no thread has claimed (atomic) */
+} claim_job;
+
+static void claim_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    claim_job *c = ctx;
+    for (int64_t wi = begin; wi < end; wi++)
+        for (;;) {
+            int64_t b = __atomic_fetch_add(&c->next, c->grain, __ATOMIC_RELAXED);
+            if (b >= c->n) break;
+            c->fn(c->ctx, wi, b, BD_MIN(b + c->grain, c->n));
+        }
+}
+
+void bd_parallel_claim(int workers, int64_t n, int64_t grain, void (*fn)(void *, int64_t, int64_t, int64_t),
+                       void *ctx)
+{
+    if (n <= 0) return;
+    claim_job c = {fn, ctx, n, BD_MAX(grain, (int64_t)1), 0};
+    workers = (int)BD_MAX((int64_t)1, BD_MIN((int64_t)workers, BD_CEIL_DIV(n, c.grain)));
+    if (workers == 1) { fn(ctx, 0, 0, n); return; }
+    bd_parallel_for(workers, workers, 1, claim_chunk, &c);
 }
 
 typedef struct gemm_job {

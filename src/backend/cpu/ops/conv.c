@@ -569,13 +569,13 @@ typedef struct pg_job {
     int lvl;
 } pg_job;
 
-/* Workers [begin, end) of the (image, group, block of PG_QB flat outputs)
- * tasks, worker wi taking tasks [tasks wi / workers, tasks (wi + 1) / workers)
- * with its own sums tmp (mb PG_MR rows x PG_QB). For each PG_KC slice of k
+/* Tasks [tb, te) of the (image, group, block of PG_QB flat outputs) tasks,
+ * claimed by worker wi (bd_parallel_claim) with its own sums tmp (mb PG_MR
+ * rows x PG_QB). For each PG_KC slice of k
  * and each microkernel's columns, every PG_MR rows of the group's weights
  * pass over that slice of the buffer while it is in L1; then the epilogue
  * writes the rows out. */
-static void pg_tasks(void *ctx, int64_t begin, int64_t end)
+static void pg_tasks(void *ctx, int64_t wi, int64_t tb, int64_t te)
 {
     const pg_job *j = ctx;
     const bd_conv_geom *g = j->g;
@@ -583,10 +583,9 @@ static void pg_tasks(void *ctx, int64_t begin, int64_t end)
     const bd_conv_params *pa = j->k->node->params;
     int res = j->z ? pa->res : BD_RES_NONE;
     int64_t cg = g->c_in / g->group, nr = j->lvl == 2 ? 32 : 16, ys = p->out[0] * p->out[1] * p->out[2];
-    int64_t tasks = g->n * g->group * j->qblocks;
-    for (int64_t wi = begin; wi < end; wi++) {
+    {
         float *tmp = j->tmp + wi * j->mb * PG_MR * PG_QB;
-        for (int64_t task = tasks * wi / j->workers; task < tasks * (wi + 1) / j->workers; task++) {
+        for (int64_t task = tb; task < te; task++) {
             int64_t qb = task % j->qblocks, pair = task / j->qblocks, n = pair / g->group, gi = pair % g->group;
             int64_t q0 = qb * PG_QB, nq = BD_MIN((int64_t)PG_QB, p->q - q0);
             const float *b = j->buf + (n * g->c_in + gi * cg) * p->chan + q0;
@@ -618,12 +617,12 @@ static void pg_tasks(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* Depthwise workers [begin, end) of the (image, input channel, chunk of
- * dmc of its mg output channels) tasks, split as pg_tasks splits: each task
+/* Depthwise tasks [tb, te) of the (image, input channel, chunk of dmc of
+ * its mg output channels) tasks, claimed as pg_tasks's are: each task
  * pads its input plane into the worker's buffer (tmp, p->chan floats) when
  * the input needs it, and runs its output channels over it while it is in
  * cache. */
-static void pg_dw_tasks(void *ctx, int64_t begin, int64_t end)
+static void pg_dw_tasks(void *ctx, int64_t wi, int64_t tb, int64_t te)
 {
     const pg_job *j = ctx;
     const bd_conv_geom *g = j->g;
@@ -631,11 +630,11 @@ static void pg_dw_tasks(void *ctx, int64_t begin, int64_t end)
     const bd_conv_params *pa = j->k->node->params;
     int res = j->z ? pa->res : BD_RES_NONE;
     int64_t ys = p->out[0] * p->out[1] * p->out[2], nr = j->lvl == 2 ? 64 : 32;
-    int64_t chunks = BD_CEIL_DIV(j->mg, j->dmc), tasks = g->n * g->c_in * chunks;
+    int64_t chunks = BD_CEIL_DIV(j->mg, j->dmc);
     float tmp[PG_QB];
-    for (int64_t wi = begin; wi < end; wi++) {
+    {
         float *buf = j->tmp ? j->tmp + wi * j->p->chan : NULL;
-        for (int64_t task = tasks * wi / j->workers; task < tasks * (wi + 1) / j->workers; task++) {
+        for (int64_t task = tb; task < te; task++) {
             int64_t ch = task / chunks, m0 = (task % chunks) * j->dmc, m1 = BD_MIN(m0 + j->dmc, j->mg);
             const float *b = j->buf + ch * p->chan;
             if (buf) {
@@ -680,7 +679,7 @@ typedef struct pdot_job {
 } pdot_job;
 
 /* Tasks [begin, end) of (image, group, chunk of output channels). */
-static void pdot_tasks(void *ctx, int64_t begin, int64_t end)
+static void pdot_tasks(void *ctx, int64_t wi, int64_t begin, int64_t end)
 {
     const pdot_job *d = ctx;
     const pg_job *j = d->j;
@@ -730,8 +729,8 @@ static int conv_fewq(const pg_job *j, braid_status *st)
     /* chunks of output channels: a multiple of 4 (the dot kernel's block), enough for the threads */
     int64_t mchunk = BD_MAX((int64_t)4, (BD_CEIL_DIV(j->mg, th) + 3) / 4 * 4);
     pdot_job d = {j, a, c, mchunk, BD_CEIL_DIV(j->mg, mchunk), j->lvl == 2 ? BD_SGEMM_AVX512 : BD_SGEMM_AVX2};
-    bd_parallel_for((int)th, pairs * d.chunks, BD_MAX((int64_t)1, (int64_t)PG_MIN_WORK / (per * mchunk)), pdot_tasks,
-                    &d);
+    int64_t tasks = pairs * d.chunks, workers = BD_MIN(th, tasks / BD_MAX((int64_t)1, PG_MIN_WORK / (per * mchunk)));
+    bd_parallel_claim((int)BD_MAX(workers, (int64_t)1), tasks, 1, pdot_tasks, &d);
     bd_free(a), bd_free(c);
     return 1;
 }
@@ -763,7 +762,7 @@ typedef struct dwd_job {
 } dwd_job;
 
 /* Planes [begin, end) of the (image, output channel) planes. */
-__attribute__((target("avx512f,avx2,fma"))) static void dwd_planes(void *ctx, int64_t begin, int64_t end)
+__attribute__((target("avx512f,avx2,fma"))) static void dwd_planes(void *ctx, int64_t wi, int64_t begin, int64_t end)
 {
     const dwd_job *j = ctx;
     const win3 *w = j->w;
@@ -843,7 +842,9 @@ static int conv_dwd(const bd_kernel *k, const bd_conv_geom *g, const win3 *w, in
     dwd_job j = {k, g, w, k->in[0].data, k->in[1].data, k->n_in > 2 && k->in[2].data ? k->in[2].data : NULL,
                  pa->res != BD_RES_NONE && k->n_in > 3 ? k->in[3].data : NULL, k->out[0].data, g->c_out / g->group};
     int64_t per = BD_MAX(w->grid_size * w->taps, (int64_t)1);
-    bd_parallel_for(k->threads, g->n * g->c_out, BD_MAX((int64_t)1, (int64_t)PG_MIN_WORK / 2 / per), dwd_planes, &j);
+    int64_t planes = g->n * g->c_out, workers = BD_MIN((int64_t)BD_MAX(k->threads, 1), planes * per / (PG_MIN_WORK / 2));
+    bd_parallel_claim((int)BD_MAX(workers, (int64_t)1), planes, BD_MAX((int64_t)1, (int64_t)PG_MIN_WORK / 8 / per),
+                      dwd_planes, &j);
     return 1;
 }
 
@@ -894,7 +895,7 @@ static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const
             BD_CHECK_ALLOC(k->err, tmp);
             j.tmp = tmp;
         }
-        bd_parallel_for((int)j.workers, j.workers, 1, pg_dw_tasks, &j);
+        bd_parallel_claim((int)j.workers, tasks, 1, pg_dw_tasks, &j);
     } else {
         if (conv_fewq(&j, &st)) goto fail;
         int64_t tasks = g->n * g->group * qblocks;
@@ -902,7 +903,7 @@ static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const
         tmp = bd_malloc((size_t)j.workers * (size_t)(mb * PG_MR * PG_QB) * sizeof *tmp);
         BD_CHECK_ALLOC(k->err, tmp);
         j.tmp = tmp;
-        bd_parallel_for((int)j.workers, j.workers, 1, pg_tasks, &j);
+        bd_parallel_claim((int)j.workers, tasks, 1, pg_tasks, &j);
     }
 fail:
     bd_free(off);
