@@ -431,6 +431,101 @@ __attribute__((target("avx2"))) static void pscatter(const pgeo *p, const float 
     }
 }
 
+/* pg_exp8 and pg_epi8 in 16 lanes (AVX-512: masked loads and stores of
+ * the tails, where AVX2's vmaskmovps is slow on AMD's cores). */
+__attribute__((target("avx512f"))) static inline __m512 pg_exp16(__m512 x)
+{
+    const __m512 magic = _mm512_set1_ps(12582912.0f), lo = _mm512_set1_ps(-104.0f), hi = _mm512_set1_ps(89.0f);
+    x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), x, lo);
+    x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), x, hi);
+    __m512 t = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), magic);
+    __m512i n = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(magic));
+    __m512 nf = _mm512_sub_ps(t, magic);
+    __m512 r = _mm512_sub_ps(x, _mm512_mul_ps(nf, _mm512_set1_ps(0.693359375f)));
+    r = _mm512_sub_ps(r, _mm512_mul_ps(nf, _mm512_set1_ps(-2.12194440e-4f)));
+    __m512 q = _mm512_set1_ps(1.9875691500e-4f);
+    q = _mm512_add_ps(_mm512_mul_ps(q, r), _mm512_set1_ps(1.3981999507e-3f));
+    q = _mm512_add_ps(_mm512_mul_ps(q, r), _mm512_set1_ps(8.3334519073e-3f));
+    q = _mm512_add_ps(_mm512_mul_ps(q, r), _mm512_set1_ps(4.1665795894e-2f));
+    q = _mm512_add_ps(_mm512_mul_ps(q, r), _mm512_set1_ps(1.6666665459e-1f));
+    q = _mm512_add_ps(_mm512_mul_ps(q, r), _mm512_set1_ps(5.0000001201e-1f));
+    q = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(q, r), r), r), _mm512_set1_ps(1.0f));
+    __m512i n1 = _mm512_srai_epi32(_mm512_add_epi32(n, _mm512_srli_epi32(n, 31)), 1), n2 = _mm512_sub_epi32(n, n1);
+    const __m512i bias = _mm512_set1_epi32(127);
+    __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
+    __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
+    return _mm512_mul_ps(_mm512_mul_ps(q, s1), s2);
+}
+
+__attribute__((target("avx512f"))) static inline __m512 pg_epi16(__m512 v, __m512 bias, const float *z, __mmask16 mask,
+                                                                int act, __m512 aa, __m512 ab, int res)
+{
+    const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+    v = _mm512_add_ps(v, bias);
+    if (res == BD_RES_PRE) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, z));
+    switch (act) {
+    case BD_ACT_RELU: v = _mm512_max_ps(v, zero); break; /* NaN -> 0, as v > 0 ? v : 0 */
+    case BD_ACT_LEAKY: v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GE_OQ), _mm512_mul_ps(v, aa), v); break;
+    case BD_ACT_CLIP:
+        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, aa, _CMP_LT_OQ), v, aa);
+        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, ab, _CMP_GT_OQ), v, ab);
+        break;
+    case BD_ACT_HSIGMOID:
+    case BD_ACT_HSWISH: {
+        __m512 u = act == BD_ACT_HSWISH ? _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps((float)(1.0 / 6.0))),
+                                                          _mm512_set1_ps(0.5f))
+                                        : _mm512_add_ps(_mm512_mul_ps(aa, v), ab);
+        u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, zero, _CMP_LT_OQ), u, zero);
+        u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, one, _CMP_GT_OQ), u, one);
+        v = act == BD_ACT_HSWISH ? _mm512_mul_ps(v, u) : u;
+        break;
+    }
+    case BD_ACT_SIGMOID:
+    case BD_ACT_SILU: {
+        __m512 sg = _mm512_div_ps(one, _mm512_add_ps(one, pg_exp16(_mm512_sub_ps(zero, v))));
+        v = act == BD_ACT_SILU ? _mm512_mul_ps(v, sg) : sg;
+        break;
+    }
+    default: break;
+    }
+    if (res == BD_RES_POST) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, z));
+    return v;
+}
+
+/* pscatter in 16 lanes. */
+__attribute__((target("avx512f"))) static void pscatter512(const pgeo *p, const float *tmp, int64_t q0, int64_t n,
+                                                          float *y, const float *z, float b0, int act, float fa,
+                                                          float fb, int res)
+{
+    const __m512 bias = _mm512_set1_ps(b0), aa = _mm512_set1_ps(fa), ab = _mm512_set1_ps(fb);
+    int64_t ow = q0 % p->ph[2], r = q0 / p->ph[2], oh = r % p->ph[1], od = r / p->ph[1];
+    for (int64_t i = 0; i < n;) {
+        int64_t seg = BD_MIN(p->ph[2] - ow, n - i);
+        if (oh < p->out[1]) {
+            int64_t m = BD_MIN(seg, p->out[2] - ow), at = (od * p->out[1] + oh) * p->out[2] + ow, j = 0;
+            float *yr = y + at;
+            const float *zr = z ? z + at : NULL, *tr = tmp + i;
+            for (; j + 16 <= m; j += 16)
+                _mm512_storeu_ps(yr + j, pg_epi16(_mm512_loadu_ps(tr + j), bias, zr ? zr + j : NULL, 0xFFFF, act, aa, ab, res));
+            if (j < m) {
+                __mmask16 mk = (__mmask16)((1u << (m - j)) - 1);
+                __m512 v = _mm512_maskz_loadu_ps(mk, tr + j);
+                _mm512_mask_storeu_ps(yr + j, mk, pg_epi16(v, bias, zr ? zr + j : NULL, mk, act, aa, ab, res));
+            }
+        }
+        i += seg, ow = 0;
+        if (++oh == p->ph[1]) oh = 0, od++;
+    }
+}
+
+/* pscatter at the job's vector level. */
+static void pscatter_at(int lvl, const pgeo *p, const float *tmp, int64_t q0, int64_t n, float *y, const float *z,
+                        float b0, int act, float fa, float fb, int res)
+{
+    if (lvl == 2) pscatter512(p, tmp, q0, n, y, z, b0, act, fa, fb, res);
+    else pscatter(p, tmp, q0, n, y, z, b0, act, fa, fb, res);
+}
+
 static int pg_cap = 2; /* bd_cpu_conv_cap */
 
 /* 0: no kernel (use im2col + SGEMM), 1: AVX2+FMA, 2: AVX-512F. */
@@ -610,7 +705,7 @@ static void pg_tasks(void *ctx, int64_t wi, int64_t tb, int64_t te)
             }
             for (int64_t m = 0; m < j->mg; m++) {
                 int64_t oc = gi * j->mg + m, plane = n * g->c_out + oc;
-                pscatter(p, tmp + m * PG_QB, q0, nq, j->y + plane * ys, j->z ? j->z + plane * ys : NULL,
+                pscatter_at(j->lvl, p, tmp + m * PG_QB, q0, nq, j->y + plane * ys, j->z ? j->z + plane * ys : NULL,
                          j->bias ? j->bias[oc] : 0.0f, pa->act, pa->act_a, pa->act_b, res);
             }
         }
@@ -651,7 +746,7 @@ static void pg_dw_tasks(void *ctx, int64_t wi, int64_t tb, int64_t te)
                         if (j->lvl == 2) pg_dw512(wt, b + q0 + qs, j->off, j->kk, tmp + qs, nq - qs);
                         else pg_dw256(wt, b + q0 + qs, j->off, j->kk, tmp + qs, nq - qs);
                     }
-                    pscatter(p, tmp, q0, nq, j->y + plane * ys, j->z ? j->z + plane * ys : NULL,
+                    pscatter_at(j->lvl, p, tmp, q0, nq, j->y + plane * ys, j->z ? j->z + plane * ys : NULL,
                              j->bias ? j->bias[m] : 0.0f, pa->act, pa->act_a, pa->act_b, res);
                 }
             }
@@ -698,7 +793,7 @@ static void pdot_tasks(void *ctx, int64_t wi, int64_t begin, int64_t end)
         for (int64_t m = m0; m < m1; m++) {
             int64_t oc = gi * j->mg + m, plane = n * j->g->c_out + oc;
             for (int64_t q = 0; q < p->q; q++) t[q] = c[q * j->mg + m];
-            pscatter(p, t, 0, p->q, j->y + plane * ys, j->z ? j->z + plane * ys : NULL, j->bias ? j->bias[oc] : 0.0f,
+            pscatter_at(j->lvl, p, t, 0, p->q, j->y + plane * ys, j->z ? j->z + plane * ys : NULL, j->bias ? j->bias[oc] : 0.0f,
                      pa->act, pa->act_a, pa->act_b, res);
         }
     }
@@ -737,7 +832,11 @@ static int conv_fewq(const pg_job *j, braid_status *st)
 
 /* ---- Direct depthwise (AVX-512) ---------------------------------------------------
  * A 1-D or 2-D depthwise convolution with a column stride of 1 or 2 and no
- * column dilation, read straight from the input: no padded copy. Vectors run
+ * column dilation and output rows up to DWD_MAX_OW wide, read straight from
+ * the input: no padded copy. The flat padded kernel (pg_dw512) keeps 3-D,
+ * the other strides and wider rows, where it is as fast or faster (Zen 4,
+ * one thread: 3x3 on 64x56x56 117-121 vs 119-146 us; on 64x28x28 from
+ * 56x56 with stride 2, 68 vs 56 us; 5x5 on 256x14x14, 90 vs 53 us). Vectors run
  * along an output row (16 columns); the loads are masked to the input
  * (AVX-512 masked loads neither read nor fault on the lanes masked off), so
  * the padding is zeros that cost nothing; for stride 2, two loads and one
@@ -747,10 +846,8 @@ static int conv_fewq(const pg_job *j, braid_status *st)
  * 0, then the epilogue: the same bits for any split over threads. */
 #define DWD_R 4      /* output rows per pass */
 #define DWD_MAX_KW 16 /* widest kernel row taken */
-/* Widest output row taken: on wider rows the padded flat kernel (pg_dw512)
- * is faster (Zen 4, one thread: 3x3 on 64x56x56 121 vs 146 us; on 64x28x28
- * from 56x56 with stride 2, 68 vs 57 us; 5x5 on 256x14x14, 90 vs 54 us). */
-#define DWD_MAX_OW 32
+#define DWD_MAX_OW 32 /* widest output row taken: see above */
+
 
 typedef struct dwd_job {
     const bd_kernel *k;
@@ -773,15 +870,14 @@ __attribute__((target("avx512f,avx2,fma"))) static void dwd_planes(void *ctx, in
     const int64_t cout = j->g->c_out;
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m256 aa = _mm256_set1_ps(pa->act_a), ab = _mm256_set1_ps(pa->act_b);
-    const __m256i lane8 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m512 aa = _mm512_set1_ps(pa->act_a), ab = _mm512_set1_ps(pa->act_b);
     __mmask16 ml[DWD_MAX_KW], mh[DWD_MAX_KW];
     for (int64_t plane = begin; plane < end; plane++) {
         int64_t n = plane / cout, m = plane % cout;
         const float *xc = j->x + (n * cin + m / j->mg) * w->img_size, *wm = j->wt + m * w->taps;
         float *yc = j->y + plane * w->grid_size;
         const float *zc = j->z ? j->z + plane * w->grid_size : NULL;
-        const __m256 bias = _mm256_set1_ps(j->bias ? j->bias[m] : 0.0f);
+        const __m512 bias = _mm512_set1_ps(j->bias ? j->bias[m] : 0.0f);
         for (int64_t ow0 = 0; ow0 < OW; ow0 += 16) {
             int64_t nw = BD_MIN((int64_t)16, OW - ow0);
             for (int64_t kw = 0; kw < K2; kw++) { /* lanes whose input column is in [0, W) */
@@ -817,15 +913,10 @@ __attribute__((target("avx512f,avx2,fma"))) static void dwd_planes(void *ctx, in
                     }
                 }
                 __m512 acc[DWD_R] = {a0, a1, a2, a3};
+                __mmask16 mk = (__mmask16)((1u << nw) - 1);
                 for (int64_t r = 0; r < nr; r++) {
                     int64_t at = (oh0 + r) * OW + ow0;
-                    for (int h = 0; h < 2 && 8 * h < nw; h++) {
-                        __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(nw - 8 * h)), lane8);
-                        __m256 v = h ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r]), 1))
-                                  : _mm512_castps512_ps256(acc[r]);
-                        v = pg_epi8(v, bias, zc ? zc + at + 8 * h : NULL, mk, act, aa, ab, res);
-                        _mm256_maskstore_ps(yc + at + 8 * h, mk, v);
-                    }
+                    _mm512_mask_storeu_ps(yc + at, mk, pg_epi16(acc[r], bias, zc ? zc + at : NULL, mk, act, aa, ab, res));
                 }
             }
         }
