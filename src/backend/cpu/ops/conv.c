@@ -235,6 +235,12 @@ __attribute__((target("avx512f"))) static void pf_row512(float *row, const float
                 continue;
             }
             int64_t c0 = r + j * s2 - pb; /* the input column of lane 0 */
+            if (c0 >= 0 && c0 + 16 * s2 <= n && ph - j >= 16) { /* inside the row: no masks */
+                __m512 v = _mm512_loadu_ps(src + c0);
+                if (s2 == 2) v = _mm512_permutex2var_ps(v, even, _mm512_loadu_ps(src + c0 + 16));
+                _mm512_storeu_ps(dst + j, v);
+                continue;
+            }
             /* lanes i with 0 <= c0 + i < n */
             __m512i ci = _mm512_add_epi32(_mm512_set1_epi32((int)c0), lane);
             __mmask16 m0 = _mm512_cmpge_epi32_mask(ci, _mm512_setzero_si512()) &
