@@ -111,7 +111,17 @@ static const ccase cases[] = {
     {2, 2, 6, 10, 2, {9, 14}, {3, 2}, {2, 1}, {1, 2}, {0, 2}, {1, 0}, "grouped, strided, dilated"},
     {2, 1, 4, 8, 4, {10, 21}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "depthwise, multiplier 2"},
     {2, 2, 3, 3, 3, {23, 19}, {5, 5}, {2, 2}, {1, 1}, {2, 1}, {1, 2}, "depthwise 5x5 stride 2, asymmetric pads"},
+    {2, 2, 5, 5, 5, {29, 30}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, "depthwise 3x3 stride 2, 15 columns"},
+    {2, 1, 6, 6, 6, {13, 14}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, "depthwise 5x5, 13 rows (a partial row pass)"},
+    {2, 1, 3, 6, 3, {11, 17}, {3, 7}, {3, 1}, {2, 1}, {3, 3}, {1, 2}, "depthwise 3x7 row stride 3, row dilation 2"},
+    {2, 1, 4, 4, 4, {9, 40}, {3, 3}, {1, 2}, {1, 1}, {0, 1}, {2, 0}, "depthwise 3x3 stride (1, 2), 20 columns"},
+    {2, 1, 2, 2, 2, {6, 31}, {1, 3}, {1, 1}, {1, 1}, {0, 1}, {0, 1}, "depthwise 1x3, 31 columns (two vectors)"},
+    {2, 1, 2, 2, 2, {3, 5}, {3, 3}, {1, 1}, {1, 1}, {4, 4}, {4, 4}, "depthwise, pads wider than the input"},
+    {1, 2, 3, 3, 3, {50}, {5}, {2}, {1}, {2}, {1}, "1-D depthwise stride 2"},
     {2, 1, 1, 9, 1, {33, 70}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "one input channel"},
+    {2, 2, 40, 24, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, "1x1 on a 1x1 map (dot products)"},
+    {2, 1, 6, 13, 1, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "3x3 on a 2x2 map (dot products, 6 flat outputs)"},
+    {2, 3, 32, 10, 2, {1, 3}, {1, 3}, {1, 1}, {1, 1}, {0, 1}, {0, 1}, "grouped 1x3 on a 1x3 map (dot products)"},
     {2, 2, 20, 13, 1, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, "1x1, the input read as it is"},
     {2, 1, 8, 7, 1, {9, 12}, {1, 1}, {2, 3}, {1, 1}, {0, 0}, {0, 0}, "1x1 strided (2, 3)"},
     {2, 1, 3, 4, 1, {8, 9}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, "3x3 unpadded (no copy)"},
@@ -157,12 +167,12 @@ static void test_cases_vs_naive(void)
  * vector level, on a GEMM, a depthwise and a one-channel case. */
 static void test_epilogues(void)
 {
-    const int picks[3] = {0, 5, 6};
+    const int picks[5] = {0, 5, 6, 13, 14};
     const struct { int act; float a, b; } acts[8] = {
         {BD_ACT_NONE, 0, 0},         {BD_ACT_RELU, 0, 0},     {BD_ACT_LEAKY, 0.1f, 0}, {BD_ACT_CLIP, -0.5f, 0.7f},
         {BD_ACT_HSIGMOID, 0.3f, 0.4f}, {BD_ACT_HSWISH, 0, 0}, {BD_ACT_SIGMOID, 0, 0},  {BD_ACT_SILU, 0, 0}};
     unsigned seed = 5;
-    for (int pi = 0; pi < 3; pi++) {
+    for (int pi = 0; pi < 5; pi++) {
         const ccase *c = &cases[picks[pi]];
         int64_t nx = c->n * c->c, nw = c->m * (c->c / c->group), ny = c->n * c->m;
         for (int i = 0; i < c->nsp; i++) nx *= c->x[i], nw *= c->k[i], ny *= out_dim(c, i);
@@ -190,13 +200,15 @@ static void test_epilogues(void)
  * and 3 threads at each level. */
 static void test_threads_bitwise(void)
 {
-    const ccase big[3] = {
+    const ccase big[5] = {
         {2, 1, 16, 16, 1, {64, 64}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "GEMM 16->16 64x64"},
         {2, 1, 64, 64, 64, {96, 96}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "depthwise 64 96x96"},
         {2, 1, 1, 16, 1, {128, 128}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "one channel 1->16 128x128"},
+        {2, 1, 512, 512, 512, {28, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "depthwise 512 28x28 (direct)"},
+        {2, 1, 2048, 2048, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, "1x1 2048->2048 on 1x1 (dot products)"},
     };
     unsigned seed = 9;
-    for (int ci = 0; ci < 3; ci++) {
+    for (int ci = 0; ci < 5; ci++) {
         const ccase *c = &big[ci];
         int64_t nx = c->n * c->c * c->x[0] * c->x[1], nw = c->m * (c->c / c->group) * 9;
         float *x = randn(nx, &seed), *w = randn(nw, &seed), *b = randn(c->m, &seed);

@@ -224,6 +224,35 @@ void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void 
     pthread_mutex_destroy(&cl.mu);
 }
 
+/* bd_parallel_claim: `workers` items of bd_parallel_for, each a worker that
+ * claims grains from one counter until none is left. */
+typedef struct claim_job {
+    void (*fn)(void *, int64_t, int64_t, int64_t);
+    void *ctx;
+    int64_t n, grain, next; /* next: the first item no thread has claimed (atomic) */
+} claim_job;
+
+static void claim_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    claim_job *c = ctx;
+    for (int64_t wi = begin; wi < end; wi++)
+        for (;;) {
+            int64_t b = __atomic_fetch_add(&c->next, c->grain, __ATOMIC_RELAXED);
+            if (b >= c->n) break;
+            c->fn(c->ctx, wi, b, BD_MIN(b + c->grain, c->n));
+        }
+}
+
+void bd_parallel_claim(int workers, int64_t n, int64_t grain, void (*fn)(void *, int64_t, int64_t, int64_t),
+                       void *ctx)
+{
+    if (n <= 0) return;
+    claim_job c = {fn, ctx, n, BD_MAX(grain, (int64_t)1), 0};
+    workers = (int)BD_MAX((int64_t)1, BD_MIN((int64_t)workers, BD_CEIL_DIV(n, c.grain)));
+    if (workers == 1) { fn(ctx, 0, 0, n); return; }
+    bd_parallel_for(workers, workers, 1, claim_chunk, &c);
+}
+
 typedef struct gemm_job {
     int ta, tb, dot; /* dot: the tiles run bd_sgemm_dot with kernel dot */
     int64_t m, n, k, tm, tn, tiles_n;

@@ -29,6 +29,16 @@ typedef struct bd_parallel_share {
 } bd_parallel_share;
 bd_parallel_share bd_parallel_set_share(bd_parallel_share s);
 
+/* Runs fn(ctx, worker, begin, end) over [0, n) in blocks of `grain` items
+ * that up to `workers` threads claim one after another (an atomic counter),
+ * so that a thread the OS runs late does less of the work instead of being
+ * waited for. worker (in [0, workers)) names the scratch a call may use: no
+ * two threads run with the same worker at once. Which thread runs a block
+ * must not change what it computes: that keeps the bits independent of the
+ * thread count and of timing. */
+void bd_parallel_claim(int workers, int64_t n, int64_t grain,
+                       void (*fn)(void *ctx, int64_t worker, int64_t begin, int64_t end), void *ctx);
+
 /* C = alpha op(A) op(B) + beta C, row-major, on up to `threads` threads. The
  * product is cut into a grid of tiles that depends on M, N and K only (at most
  * BD_GEMM_TILE_M x BD_GEMM_TILE_N, halved down to BD_GEMM_TILE_MIN_M x

@@ -142,7 +142,8 @@ DEF_UKR(ukr_avx2, "avx2,fma", __m256, 8, 6, 2, _mm256_loadu_ps, _mm256_storeu_ps
 
 /* C = alpha A B^T + beta C for a few rows of A (ta 0, tb 1): dot products of
  * A's rows with B's, each of B's rows read from memory once (4 at a time,
- * against every 4 rows of A from cache), nothing packed. An element is the
+ * against every 4 rows of A from cache, or against each row of an A of
+ * fewer than 4 rows), nothing packed. An element is the
  * W-lane sum of its row pair over K (lanes added in a fixed order, then the
  * K tail one fused multiply-add at a time): its bits depend on its own row
  * and column only. */
@@ -166,7 +167,23 @@ __attribute__((target("avx2,fma"))) static float hsum256(__m256 v)
         for (int64_t j0 = 0; j0 < n; j0 += 4) {                                                                  \
             const float *bp[4];                                                                                  \
             for (int s = 0; s < 4; s++) bp[s] = b + BD_MIN(j0 + s, n - 1) * ldb;                                \
-            for (int64_t i0 = 0; i0 < m; i0 += 4) {                                                              \
+            int64_t m4 = m >= 4 ? m : 0; /* rows in blocks of 4; under 4 rows, one at a time */                \
+            for (int64_t i0 = m4; i0 < m; i0++) {                                                                \
+                const float *ar = a + i0 * lda;                                                                  \
+                VT acc[4];                                                                                       \
+                _Pragma("GCC unroll 4") for (int s = 0; s < 4; s++) acc[s] = ZERO();                            \
+                for (int64_t q = 0; q < kv; q += W) {                                                            \
+                    VT av = LOAD(ar + q);                                                                        \
+                    _Pragma("GCC unroll 4") for (int s = 0; s < 4; s++) acc[s] = FMA(av, LOAD(bp[s] + q), acc[s]); \
+                }                                                                                                \
+                for (int s = 0; s < 4 && j0 + s < n; s++) {                                                      \
+                    float d = HSUM(acc[s]);                                                                      \
+                    for (int64_t q = kv; q < k; q++) d = fmaf(ar[q], bp[s][q], d);                               \
+                    float *o = c + i0 * ldc + j0 + s;                                                            \
+                    *o = upd1(beta == 0.0f ? UPD_SET : UPD_BETA, d, *o, alpha, beta);                            \
+                }                                                                                                \
+            }                                                                                                    \
+            for (int64_t i0 = 0; i0 < m4; i0 += 4) {                                                             \
                 const float *ap[4];                                                                              \
                 for (int r = 0; r < 4; r++) ap[r] = a + BD_MIN(i0 + r, m - 1) * lda;                            \
                 /* The next 4 rows of B, one cache line of each per step, spread over the passes of A's \

@@ -9,6 +9,7 @@
  * the output once. */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/sgemm.h"
 #include "ops/conv.h"
 #include "convwin.h"
 #include "fbuf.h"
@@ -194,12 +195,99 @@ static void pgeo_offsets(const win3 *w, const pgeo *p, int64_t channels, int64_t
                 }
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define PG_X86 1
+
+/* dst[j] = src[2 j], j in [0, n): 16 at a time from two loads and one
+ * permute while src[2 j + 31] is still in the row. */
+__attribute__((target("avx512f"))) static int64_t strided2_512(float *dst, const float *src, int64_t n)
+{
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    int64_t j = 0;
+    for (; j + 17 <= n; j += 16)
+        _mm512_storeu_ps(dst + j, _mm512_permutex2var_ps(_mm512_loadu_ps(src + 2 * j), even,
+                                                         _mm512_loadu_ps(src + 2 * j + 16)));
+    if (j < n) { /* the last 1 to 16: loads masked to src[2 (n - 1)] */
+        int64_t c = 2 * (n - j) - 1;
+        __mmask16 lo = (__mmask16)(c >= 16 ? 0xFFFF : (1u << c) - 1), hi = (__mmask16)(c > 16 ? (1u << (c - 16)) - 1 : 0);
+        __m512 v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo, src + 2 * j), even,
+                                          _mm512_maskz_loadu_ps(hi, src + 2 * j + 16));
+        _mm512_mask_storeu_ps(dst + j, (__mmask16)((1u << (n - j)) - 1), v);
+    }
+    return n;
+}
+
+/* One padded input row into its column phases (s2 of 1 or 2), 16 columns a
+ * step with masked loads (lanes outside the input are neither read nor
+ * faulted: AVX-512 masked loads suppress faults) and no call: phase r, column
+ * jw holds input column r + jw s2 - pb when that is in [0, n), else 0; each
+ * phase is ph floats, the phases `plane` floats apart. src is NULL for a
+ * row above or below the input. */
+__attribute__((target("avx512f"))) static void pf_row512(float *row, const float *src, int64_t n, int64_t pb,
+                                                         int64_t s2, int64_t ph, int64_t plane)
+{
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for (int64_t r = 0; r < s2; r++) {
+        float *dst = row + r * plane;
+        for (int64_t j = 0; j < ph; j += 16) {
+            __mmask16 st = (__mmask16)(ph - j >= 16 ? 0xFFFF : (1u << (ph - j)) - 1);
+            if (!src) {
+                _mm512_mask_storeu_ps(dst + j, st, _mm512_setzero_ps());
+                continue;
+            }
+            int64_t c0 = r + j * s2 - pb; /* the input column of lane 0 */
+            if (c0 >= 0 && c0 + 16 * s2 <= n && ph - j >= 16) { /* inside the row: no masks */
+                __m512 v = _mm512_loadu_ps(src + c0);
+                if (s2 == 2) v = _mm512_permutex2var_ps(v, even, _mm512_loadu_ps(src + c0 + 16));
+                _mm512_storeu_ps(dst + j, v);
+                continue;
+            }
+            /* lanes i with 0 <= c0 + i < n */
+            __m512i ci = _mm512_add_epi32(_mm512_set1_epi32((int)c0), lane);
+            __mmask16 m0 = _mm512_cmpge_epi32_mask(ci, _mm512_setzero_si512()) &
+                           _mm512_cmplt_epi32_mask(ci, _mm512_set1_epi32((int)n));
+            __m512 v = _mm512_maskz_loadu_ps(m0, src + c0);
+            if (s2 == 2) {
+                __m512i c1 = _mm512_add_epi32(ci, _mm512_set1_epi32(16));
+                __mmask16 m1 = _mm512_cmpge_epi32_mask(c1, _mm512_setzero_si512()) &
+                               _mm512_cmplt_epi32_mask(c1, _mm512_set1_epi32((int)n));
+                v = _mm512_permutex2var_ps(v, even, _mm512_maskz_loadu_ps(m1, src + c0 + 16));
+            }
+            _mm512_mask_storeu_ps(dst + j, st, v);
+        }
+    }
+}
+
+static int pg_level(void);
+#endif
+
+/* dst[j] = src[j s], j in [0, n): one row of a stride phase. */
+static void strided_copy(float *dst, const float *src, int64_t n, int64_t s)
+{
+    int64_t j = 0;
+#ifdef PG_X86
+    if (s == 2 && pg_level() == 2) j = strided2_512(dst, src, n);
+#endif
+    for (; j < n; j++) dst[j] = src[j * s];
+}
+
 typedef struct pfill_job {
     const win3 *w;
     const pgeo *p;
     const float *x;
     float *buf;
 } pfill_job;
+
+#define PF_PHASES 8 /* column phases whose spans pfill works out once */
+
+/* [a, b): the columns jw of phase r whose padded column r + jw s2 is in [lo, hi). */
+static void pf_span(const pgeo *p, int64_t s2, int64_t r, int64_t lo, int64_t hi, int64_t *a, int64_t *b)
+{
+    *a = BD_MIN(lo > r ? (lo - r + s2 - 1) / s2 : 0, p->ph[2]);
+    *b = BD_MAX(*a, BD_MIN(hi > r ? (hi - r + s2 - 1) / s2 : 0, p->ph[2]));
+}
 
 /* Channels [begin, end) of the padded, phase-split buffer. */
 static void pfill(void *ctx, int64_t begin, int64_t end)
@@ -208,34 +296,54 @@ static void pfill(void *ctx, int64_t begin, int64_t end)
     const win3 *w = j->w;
     const pgeo *p = j->p;
     int64_t s0 = w->s[0], s1 = w->s[1], s2 = w->s[2], wp = p->ph[2] * s2;
+    int64_t lo = BD_MIN(w->pb[2], wp), hi = BD_MIN(w->pb[2] + w->img[2], wp);
+    /* Phase r of a row that exists: columns [ja, jb) come from the input
+     * (padded column r + jw s2 in [lo, hi)), the others are 0. */
+    int64_t ja[PF_PHASES], jb[PF_PHASES];
+    for (int64_t r = 0; r < BD_MIN(s2, (int64_t)PF_PHASES); r++) pf_span(p, s2, r, lo, hi, &ja[r], &jb[r]);
+#ifdef PG_X86
+    /* pf_row512 works out column indices in 32 bits */
+    int fast = pg_level() == 2 && w->img[2] + wp + 32 < INT_MAX;
+#endif
     for (int64_t c = begin; c < end; c++) {
         const float *xc = j->x + c * w->img_size;
         float *bc = j->buf + c * p->chan;
-        for (int64_t pd = 0; pd < p->ph[0] * s0; pd++)
-            for (int64_t ph = 0; ph < p->ph[1] * s1; ph++) {
+        for (int64_t pd = 0, rd = 0, qd = 0; pd < p->ph[0] * s0; pd++) {
+            for (int64_t ph = 0, rh = 0, qh = 0; ph < p->ph[1] * s1; ph++) {
                 int64_t id = pd - w->pb[0], ih = ph - w->pb[1];
                 int ok = id >= 0 && id < w->img[0] && ih >= 0 && ih < w->img[1];
                 const float *src = xc + (id * w->img[1] + ih) * w->img[2];
-                float *row = bc + ((pd % s0) * s1 + ph % s1) * s2 * p->plane + ((pd / s0) * p->ph[1] + ph / s1) * p->ph[2];
-                int64_t lo = BD_MIN(w->pb[2], wp), hi = ok ? BD_MIN(w->pb[2] + w->img[2], wp) : lo;
+                float *row = bc + (rd * s1 + rh) * s2 * p->plane + (qd * p->ph[1] + qh) * p->ph[2];
+                if (++rh == s1) rh = 0, qh++;
+#ifdef PG_X86
+                if (s2 <= 2 && fast) {
+                    pf_row512(row, ok ? src : NULL, w->img[2], w->pb[2], s2, p->ph[2], p->plane);
+                    continue;
+                }
+#endif
                 if (s2 == 1) {
+                    int64_t h = ok ? hi : lo;
                     memset(row, 0, (size_t)lo * sizeof *row);
-                    if (hi > lo) memcpy(row + lo, src, (size_t)(hi - lo) * sizeof *row);
-                    memset(row + hi, 0, (size_t)(wp - hi) * sizeof *row);
+                    if (h > lo) memcpy(row + lo, src, (size_t)(h - lo) * sizeof *row);
+                    memset(row + h, 0, (size_t)(wp - h) * sizeof *row);
                     continue;
                 }
                 for (int64_t r = 0; r < s2; r++) { /* phase r holds padded columns r, r + s2, ... */
                     float *dst = row + r * p->plane;
-                    for (int64_t jw = 0, pw = r; jw < p->ph[2]; jw++, pw += s2)
-                        dst[jw] = pw >= lo && pw < hi ? src[pw - w->pb[2]] : 0.0f;
+                    int64_t a = 0, b = 0;
+                    if (ok && r < PF_PHASES) a = ja[r], b = jb[r];
+                    else if (ok) pf_span(p, s2, r, lo, hi, &a, &b);
+                    for (int64_t jw = 0; jw < a; jw++) dst[jw] = 0.0f;
+                    strided_copy(dst + a, src + r + a * s2 - w->pb[2], b - a, s2);
+                    for (int64_t jw = b; jw < p->ph[2]; jw++) dst[jw] = 0.0f;
                 }
             }
+            if (++rd == s0) rd = 0, qd++;
+        }
     }
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define PG_X86 1
+#ifdef PG_X86
 #define PG_MR 8   /* output channels per microkernel */
 #define PG_QB 128 /* flat outputs per task block */
 #define PG_KC 128 /* k per pass over the block: 32 columns of it fill 16 KiB */
@@ -330,6 +438,101 @@ __attribute__((target("avx2"))) static void pscatter(const pgeo *p, const float 
         i += seg, ow = 0;
         if (++oh == p->ph[1]) oh = 0, od++;
     }
+}
+
+/* pg_exp8 and pg_epi8 in 16 lanes (AVX-512: masked loads and stores of
+ * the tails, where AVX2's vmaskmovps is slow on AMD's cores). */
+__attribute__((target("avx512f"))) static inline __m512 pg_exp16(__m512 x)
+{
+    const __m512 magic = _mm512_set1_ps(12582912.0f), lo = _mm512_set1_ps(-104.0f), hi = _mm512_set1_ps(89.0f);
+    x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), x, lo);
+    x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), x, hi);
+    __m512 t = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), magic);
+    __m512i n = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(magic));
+    __m512 nf = _mm512_sub_ps(t, magic);
+    __m512 r = _mm512_sub_ps(x, _mm512_mul_ps(nf, _mm512_set1_ps(0.693359375f)));
+    r = _mm512_sub_ps(r, _mm512_mul_ps(nf, _mm512_set1_ps(-2.12194440e-4f)));
+    __m512 q = _mm512_set1_ps(1.9875691500e-4f);
+    q = _mm512_add_ps(_mm512_mul_ps(q, r), _mm512_set1_ps(1.3981999507e-3f));
+    q = _mm512_add_ps(_mm512_mul_ps(q, r), _mm512_set1_ps(8.3334519073e-3f));
+    q = _mm512_add_ps(_mm512_mul_ps(q, r), _mm512_set1_ps(4.1665795894e-2f));
+    q = _mm512_add_ps(_mm512_mul_ps(q, r), _mm512_set1_ps(1.6666665459e-1f));
+    q = _mm512_add_ps(_mm512_mul_ps(q, r), _mm512_set1_ps(5.0000001201e-1f));
+    q = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(q, r), r), r), _mm512_set1_ps(1.0f));
+    __m512i n1 = _mm512_srai_epi32(_mm512_add_epi32(n, _mm512_srli_epi32(n, 31)), 1), n2 = _mm512_sub_epi32(n, n1);
+    const __m512i bias = _mm512_set1_epi32(127);
+    __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
+    __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
+    return _mm512_mul_ps(_mm512_mul_ps(q, s1), s2);
+}
+
+__attribute__((target("avx512f"))) static inline __m512 pg_epi16(__m512 v, __m512 bias, const float *z, __mmask16 mask,
+                                                                int act, __m512 aa, __m512 ab, int res)
+{
+    const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+    v = _mm512_add_ps(v, bias);
+    if (res == BD_RES_PRE) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, z));
+    switch (act) {
+    case BD_ACT_RELU: v = _mm512_max_ps(v, zero); break; /* NaN -> 0, as v > 0 ? v : 0 */
+    case BD_ACT_LEAKY: v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GE_OQ), _mm512_mul_ps(v, aa), v); break;
+    case BD_ACT_CLIP:
+        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, aa, _CMP_LT_OQ), v, aa);
+        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, ab, _CMP_GT_OQ), v, ab);
+        break;
+    case BD_ACT_HSIGMOID:
+    case BD_ACT_HSWISH: {
+        __m512 u = act == BD_ACT_HSWISH ? _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps((float)(1.0 / 6.0))),
+                                                          _mm512_set1_ps(0.5f))
+                                        : _mm512_add_ps(_mm512_mul_ps(aa, v), ab);
+        u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, zero, _CMP_LT_OQ), u, zero);
+        u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, one, _CMP_GT_OQ), u, one);
+        v = act == BD_ACT_HSWISH ? _mm512_mul_ps(v, u) : u;
+        break;
+    }
+    case BD_ACT_SIGMOID:
+    case BD_ACT_SILU: {
+        __m512 sg = _mm512_div_ps(one, _mm512_add_ps(one, pg_exp16(_mm512_sub_ps(zero, v))));
+        v = act == BD_ACT_SILU ? _mm512_mul_ps(v, sg) : sg;
+        break;
+    }
+    default: break;
+    }
+    if (res == BD_RES_POST) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, z));
+    return v;
+}
+
+/* pscatter in 16 lanes. */
+__attribute__((target("avx512f"))) static void pscatter512(const pgeo *p, const float *tmp, int64_t q0, int64_t n,
+                                                          float *y, const float *z, float b0, int act, float fa,
+                                                          float fb, int res)
+{
+    const __m512 bias = _mm512_set1_ps(b0), aa = _mm512_set1_ps(fa), ab = _mm512_set1_ps(fb);
+    int64_t ow = q0 % p->ph[2], r = q0 / p->ph[2], oh = r % p->ph[1], od = r / p->ph[1];
+    for (int64_t i = 0; i < n;) {
+        int64_t seg = BD_MIN(p->ph[2] - ow, n - i);
+        if (oh < p->out[1]) {
+            int64_t m = BD_MIN(seg, p->out[2] - ow), at = (od * p->out[1] + oh) * p->out[2] + ow, j = 0;
+            float *yr = y + at;
+            const float *zr = z ? z + at : NULL, *tr = tmp + i;
+            for (; j + 16 <= m; j += 16)
+                _mm512_storeu_ps(yr + j, pg_epi16(_mm512_loadu_ps(tr + j), bias, zr ? zr + j : NULL, 0xFFFF, act, aa, ab, res));
+            if (j < m) {
+                __mmask16 mk = (__mmask16)((1u << (m - j)) - 1);
+                __m512 v = _mm512_maskz_loadu_ps(mk, tr + j);
+                _mm512_mask_storeu_ps(yr + j, mk, pg_epi16(v, bias, zr ? zr + j : NULL, mk, act, aa, ab, res));
+            }
+        }
+        i += seg, ow = 0;
+        if (++oh == p->ph[1]) oh = 0, od++;
+    }
+}
+
+/* pscatter at the job's vector level. */
+static void pscatter_at(int lvl, const pgeo *p, const float *tmp, int64_t q0, int64_t n, float *y, const float *z,
+                        float b0, int act, float fa, float fb, int res)
+{
+    if (lvl == 2) pscatter512(p, tmp, q0, n, y, z, b0, act, fa, fb, res);
+    else pscatter(p, tmp, q0, n, y, z, b0, act, fa, fb, res);
 }
 
 static int pg_cap = 2; /* bd_cpu_conv_cap */
@@ -470,13 +673,13 @@ typedef struct pg_job {
     int lvl;
 } pg_job;
 
-/* Workers [begin, end) of the (image, group, block of PG_QB flat outputs)
- * tasks, worker wi taking tasks [tasks wi / workers, tasks (wi + 1) / workers)
- * with its own sums tmp (mb PG_MR rows x PG_QB). For each PG_KC slice of k
+/* Tasks [tb, te) of the (image, group, block of PG_QB flat outputs) tasks,
+ * claimed by worker wi (bd_parallel_claim) with its own sums tmp (mb PG_MR
+ * rows x PG_QB). For each PG_KC slice of k
  * and each microkernel's columns, every PG_MR rows of the group's weights
  * pass over that slice of the buffer while it is in L1; then the epilogue
  * writes the rows out. */
-static void pg_tasks(void *ctx, int64_t begin, int64_t end)
+static void pg_tasks(void *ctx, int64_t wi, int64_t tb, int64_t te)
 {
     const pg_job *j = ctx;
     const bd_conv_geom *g = j->g;
@@ -484,10 +687,9 @@ static void pg_tasks(void *ctx, int64_t begin, int64_t end)
     const bd_conv_params *pa = j->k->node->params;
     int res = j->z ? pa->res : BD_RES_NONE;
     int64_t cg = g->c_in / g->group, nr = j->lvl == 2 ? 32 : 16, ys = p->out[0] * p->out[1] * p->out[2];
-    int64_t tasks = g->n * g->group * j->qblocks;
-    for (int64_t wi = begin; wi < end; wi++) {
+    {
         float *tmp = j->tmp + wi * j->mb * PG_MR * PG_QB;
-        for (int64_t task = tasks * wi / j->workers; task < tasks * (wi + 1) / j->workers; task++) {
+        for (int64_t task = tb; task < te; task++) {
             int64_t qb = task % j->qblocks, pair = task / j->qblocks, n = pair / g->group, gi = pair % g->group;
             int64_t q0 = qb * PG_QB, nq = BD_MIN((int64_t)PG_QB, p->q - q0);
             const float *b = j->buf + (n * g->c_in + gi * cg) * p->chan + q0;
@@ -512,19 +714,19 @@ static void pg_tasks(void *ctx, int64_t begin, int64_t end)
             }
             for (int64_t m = 0; m < j->mg; m++) {
                 int64_t oc = gi * j->mg + m, plane = n * g->c_out + oc;
-                pscatter(p, tmp + m * PG_QB, q0, nq, j->y + plane * ys, j->z ? j->z + plane * ys : NULL,
+                pscatter_at(j->lvl, p, tmp + m * PG_QB, q0, nq, j->y + plane * ys, j->z ? j->z + plane * ys : NULL,
                          j->bias ? j->bias[oc] : 0.0f, pa->act, pa->act_a, pa->act_b, res);
             }
         }
     }
 }
 
-/* Depthwise workers [begin, end) of the (image, input channel, chunk of
- * dmc of its mg output channels) tasks, split as pg_tasks splits: each task
+/* Depthwise tasks [tb, te) of the (image, input channel, chunk of dmc of
+ * its mg output channels) tasks, claimed as pg_tasks's are: each task
  * pads its input plane into the worker's buffer (tmp, p->chan floats) when
  * the input needs it, and runs its output channels over it while it is in
  * cache. */
-static void pg_dw_tasks(void *ctx, int64_t begin, int64_t end)
+static void pg_dw_tasks(void *ctx, int64_t wi, int64_t tb, int64_t te)
 {
     const pg_job *j = ctx;
     const bd_conv_geom *g = j->g;
@@ -532,11 +734,11 @@ static void pg_dw_tasks(void *ctx, int64_t begin, int64_t end)
     const bd_conv_params *pa = j->k->node->params;
     int res = j->z ? pa->res : BD_RES_NONE;
     int64_t ys = p->out[0] * p->out[1] * p->out[2], nr = j->lvl == 2 ? 64 : 32;
-    int64_t chunks = BD_CEIL_DIV(j->mg, j->dmc), tasks = g->n * g->c_in * chunks;
+    int64_t chunks = BD_CEIL_DIV(j->mg, j->dmc);
     float tmp[PG_QB];
-    for (int64_t wi = begin; wi < end; wi++) {
+    {
         float *buf = j->tmp ? j->tmp + wi * j->p->chan : NULL;
-        for (int64_t task = tasks * wi / j->workers; task < tasks * (wi + 1) / j->workers; task++) {
+        for (int64_t task = tb; task < te; task++) {
             int64_t ch = task / chunks, m0 = (task % chunks) * j->dmc, m1 = BD_MIN(m0 + j->dmc, j->mg);
             const float *b = j->buf + ch * p->chan;
             if (buf) {
@@ -553,7 +755,7 @@ static void pg_dw_tasks(void *ctx, int64_t begin, int64_t end)
                         if (j->lvl == 2) pg_dw512(wt, b + q0 + qs, j->off, j->kk, tmp + qs, nq - qs);
                         else pg_dw256(wt, b + q0 + qs, j->off, j->kk, tmp + qs, nq - qs);
                     }
-                    pscatter(p, tmp, q0, nq, j->y + plane * ys, j->z ? j->z + plane * ys : NULL,
+                    pscatter_at(j->lvl, p, tmp, q0, nq, j->y + plane * ys, j->z ? j->z + plane * ys : NULL,
                              j->bias ? j->bias[m] : 0.0f, pa->act, pa->act_a, pa->act_b, res);
                 }
             }
@@ -562,6 +764,191 @@ static void pg_dw_tasks(void *ctx, int64_t begin, int64_t end)
 }
 
 #define PG_MIN_WORK (1 << 20) /* multiply-adds per thread worth a thread */
+
+/* ---- Few outputs per channel: dot products ----------------------------------------
+ * With q flat outputs under PG_DOT_MAX_Q (a 1x1 convolution on a 1x1 map,
+ * the squeeze-excitation convolutions, a classifier head), the microkernels
+ * above would fill a lane or two of each vector. Instead the q columns of
+ * each (image, group) are gathered into rows A (q x k) and each output is the
+ * dot product of a weight row with one of them (bd_sgemm_dot: vectors along
+ * k, the weights read once): its bits depend on its own row pair only,
+ * never on how the output channels are split over threads. */
+#define PG_DOT_MAX_Q 8
+
+typedef struct pdot_job {
+    const pg_job *j;
+    const float *a; /* (image, group) x q x kk */
+    float *c;       /* (image, group) x q x mg */
+    int64_t mchunk, chunks, kernel;
+} pdot_job;
+
+/* Tasks [begin, end) of (image, group, chunk of output channels). */
+static void pdot_tasks(void *ctx, int64_t wi, int64_t begin, int64_t end)
+{
+    const pdot_job *d = ctx;
+    const pg_job *j = d->j;
+    const pgeo *p = j->p;
+    const bd_conv_params *pa = j->k->node->params;
+    int res = j->z ? pa->res : BD_RES_NONE;
+    int64_t ys = p->out[0] * p->out[1] * p->out[2];
+    float t[PG_DOT_MAX_Q];
+    for (int64_t task = begin; task < end; task++) {
+        int64_t pair = task / d->chunks, m0 = (task % d->chunks) * d->mchunk, m1 = BD_MIN(m0 + d->mchunk, j->mg);
+        int64_t n = pair / j->g->group, gi = pair % j->g->group;
+        const float *a = d->a + pair * p->q * j->kk;
+        float *c = d->c + pair * p->q * j->mg;
+        bd_sgemm_dot((int)d->kernel, p->q, m1 - m0, j->kk, 1.0f, a, j->kk, j->wt + (gi * j->mg + m0) * j->kk, j->kk,
+                     0.0f, c + m0, j->mg);
+        for (int64_t m = m0; m < m1; m++) {
+            int64_t oc = gi * j->mg + m, plane = n * j->g->c_out + oc;
+            for (int64_t q = 0; q < p->q; q++) t[q] = c[q * j->mg + m];
+            pscatter_at(j->lvl, p, t, 0, p->q, j->y + plane * ys, j->z ? j->z + plane * ys : NULL, j->bias ? j->bias[oc] : 0.0f,
+                     pa->act, pa->act_a, pa->act_b, res);
+        }
+    }
+}
+
+/* The convolution as dot products when it has few outputs per channel (1
+ * when done; *st set on an allocation failure). */
+static int conv_fewq(const pg_job *j, braid_status *st)
+{
+    const pgeo *p = j->p;
+    const bd_conv_geom *g = j->g;
+    if (p->q > PG_DOT_MAX_Q || j->kk < 16) return 0;
+    int64_t pairs = g->n * g->group, cg = g->c_in / g->group;
+    float *a = bd_malloc((size_t)(pairs * p->q * j->kk) * sizeof *a);
+    float *c = bd_malloc((size_t)(pairs * p->q * j->mg) * sizeof *c);
+    if (!a || !c) {
+        bd_free(a), bd_free(c);
+        *st = BD_FAIL(j->k->err, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+        return 1;
+    }
+    for (int64_t pr = 0; pr < pairs; pr++) {
+        int64_t n = pr / g->group, gi = pr % g->group;
+        const float *b = j->buf + (n * g->c_in + gi * cg) * p->chan;
+        for (int64_t q = 0; q < p->q; q++)
+            for (int64_t kx = 0; kx < j->kk; kx++) a[(pr * p->q + q) * j->kk + kx] = b[j->off[kx] + q];
+    }
+    int64_t th = BD_MAX(j->k->threads, 1), per = BD_MAX(p->q * j->kk, (int64_t)1);
+    /* chunks of output channels: a multiple of 4 (the dot kernel's block), enough for the threads */
+    int64_t mchunk = BD_MAX((int64_t)4, (BD_CEIL_DIV(j->mg, th) + 3) / 4 * 4);
+    pdot_job d = {j, a, c, mchunk, BD_CEIL_DIV(j->mg, mchunk), j->lvl == 2 ? BD_SGEMM_AVX512 : BD_SGEMM_AVX2};
+    int64_t tasks = pairs * d.chunks, workers = BD_MIN(th, tasks / BD_MAX((int64_t)1, PG_MIN_WORK / (per * mchunk)));
+    bd_parallel_claim((int)BD_MAX(workers, (int64_t)1), tasks, 1, pdot_tasks, &d);
+    bd_free(a), bd_free(c);
+    return 1;
+}
+
+/* ---- Direct depthwise (AVX-512) ---------------------------------------------------
+ * A 1-D or 2-D depthwise convolution with a column stride of 1 or 2 and no
+ * column dilation and output rows up to DWD_MAX_OW wide, read straight from
+ * the input: no padded copy. The flat padded kernel (pg_dw512) keeps 3-D,
+ * the other strides and wider rows, where it is as fast or faster (Zen 4,
+ * one thread: 3x3 on 64x56x56 117-121 vs 119-146 us; on 64x28x28 from
+ * 56x56 with stride 2, 68 vs 56 us; 5x5 on 256x14x14, 90 vs 53 us). Vectors run
+ * along an output row (16 columns); the loads are masked to the input
+ * (AVX-512 masked loads neither read nor fault on the lanes masked off), so
+ * the padding is zeros that cost nothing; for stride 2, two loads and one
+ * permute give the even columns. DWD_R output rows are done together: each
+ * input row vector loaded serves every one of them that has a tap on it.
+ * Each output is one FMA chain over the taps in order (kh, kw), starting at
+ * 0, then the epilogue: the same bits for any split over threads. */
+#define DWD_R 4      /* output rows per pass */
+#define DWD_MAX_KW 16 /* widest kernel row taken */
+#define DWD_MAX_OW 32 /* widest output row taken: see above */
+
+
+typedef struct dwd_job {
+    const bd_kernel *k;
+    const bd_conv_geom *g;
+    const win3 *w;
+    const float *x, *wt, *bias, *z;
+    float *y;
+    int64_t mg;
+} dwd_job;
+
+/* Planes [begin, end) of the (image, output channel) planes. */
+__attribute__((target("avx512f,avx2,fma"))) static void dwd_planes(void *ctx, int64_t wi, int64_t begin, int64_t end)
+{
+    const dwd_job *j = ctx;
+    const win3 *w = j->w;
+    const bd_conv_params *pa = j->k->node->params;
+    int res = j->z ? pa->res : BD_RES_NONE, act = pa->act;
+    const int64_t H = w->img[1], W = w->img[2], OH = w->grid[1], OW = w->grid[2], K1 = w->k[1], K2 = w->k[2];
+    const int64_t s1 = w->s[1], s2 = w->s[2], d1 = w->d[1], p1 = w->pb[1], p2 = w->pb[2], cin = j->g->c_in;
+    const int64_t cout = j->g->c_out;
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512 aa = _mm512_set1_ps(pa->act_a), ab = _mm512_set1_ps(pa->act_b);
+    __mmask16 ml[DWD_MAX_KW], mh[DWD_MAX_KW];
+    for (int64_t plane = begin; plane < end; plane++) {
+        int64_t n = plane / cout, m = plane % cout;
+        const float *xc = j->x + (n * cin + m / j->mg) * w->img_size, *wm = j->wt + m * w->taps;
+        float *yc = j->y + plane * w->grid_size;
+        const float *zc = j->z ? j->z + plane * w->grid_size : NULL;
+        const __m512 bias = _mm512_set1_ps(j->bias ? j->bias[m] : 0.0f);
+        for (int64_t ow0 = 0; ow0 < OW; ow0 += 16) {
+            int64_t nw = BD_MIN((int64_t)16, OW - ow0);
+            for (int64_t kw = 0; kw < K2; kw++) { /* lanes whose input column is in [0, W) */
+                int64_t c0 = ow0 * s2 + kw - p2;
+                __m512i c = _mm512_add_epi32(_mm512_set1_epi32((int)c0), lane), top = _mm512_set1_epi32((int)W);
+                ml[kw] = _mm512_cmpge_epi32_mask(c, _mm512_setzero_si512()) & _mm512_cmplt_epi32_mask(c, top);
+                c = _mm512_add_epi32(c, _mm512_set1_epi32(16));
+                mh[kw] = _mm512_cmpge_epi32_mask(c, _mm512_setzero_si512()) & _mm512_cmplt_epi32_mask(c, top);
+            }
+            for (int64_t oh0 = 0; oh0 < OH; oh0 += DWD_R) {
+                int64_t nr = BD_MIN((int64_t)DWD_R, OH - oh0);
+                __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+                /* the input rows under these output rows, in order */
+                int64_t ih0 = oh0 * s1 - p1, ih1 = (oh0 + nr - 1) * s1 - p1 + (K1 - 1) * d1;
+                for (int64_t ih = BD_MAX(ih0, (int64_t)0); ih <= BD_MIN(ih1, H - 1); ih++) {
+                    const float *wr[DWD_R]; /* the tap row of output row r on input row ih, or NULL */
+                    int any = 0;
+                    for (int r = 0; r < DWD_R; r++) {
+                        int64_t t = ih - (oh0 + r) * s1 + p1;
+                        if (d1 != 1) t = t >= 0 && t % d1 == 0 ? t / d1 : -1;
+                        wr[r] = r < nr && t >= 0 && t < K1 ? wm + t * K2 : NULL;
+                        any |= wr[r] != NULL;
+                    }
+                    if (!any) continue;
+                    const float *xr = xc + ih * W + ow0 * s2 - p2;
+                    for (int64_t kw = 0; kw < K2; kw++) {
+                        __m512 v = _mm512_maskz_loadu_ps(ml[kw], xr + kw);
+                        if (s2 == 2) v = _mm512_permutex2var_ps(v, even, _mm512_maskz_loadu_ps(mh[kw], xr + kw + 16));
+                        if (wr[0]) a0 = _mm512_fmadd_ps(_mm512_set1_ps(wr[0][kw]), v, a0);
+                        if (wr[1]) a1 = _mm512_fmadd_ps(_mm512_set1_ps(wr[1][kw]), v, a1);
+                        if (wr[2]) a2 = _mm512_fmadd_ps(_mm512_set1_ps(wr[2][kw]), v, a2);
+                        if (wr[3]) a3 = _mm512_fmadd_ps(_mm512_set1_ps(wr[3][kw]), v, a3);
+                    }
+                }
+                __m512 acc[DWD_R] = {a0, a1, a2, a3};
+                __mmask16 mk = (__mmask16)((1u << nw) - 1);
+                for (int64_t r = 0; r < nr; r++) {
+                    int64_t at = (oh0 + r) * OW + ow0;
+                    _mm512_mask_storeu_ps(yc + at, mk, pg_epi16(acc[r], bias, zc ? zc + at : NULL, mk, act, aa, ab, res));
+                }
+            }
+        }
+    }
+}
+
+/* Runs the direct depthwise convolution when it suits (1 when done). */
+static int conv_dwd(const bd_kernel *k, const bd_conv_geom *g, const win3 *w, int lvl)
+{
+    if (lvl < 2 || g->c_in / g->group != 1 || w->k[0] != 1 || w->img[0] != 1 || (w->s[2] != 1 && w->s[2] != 2) ||
+        w->d[2] != 1 || w->k[2] > DWD_MAX_KW || w->grid[2] > DWD_MAX_OW || w->img[2] + 2 * w->grid[2] + 64 > INT_MAX)
+        return 0;
+    const bd_conv_params *pa = k->node->params;
+    dwd_job j = {k, g, w, k->in[0].data, k->in[1].data, k->n_in > 2 && k->in[2].data ? k->in[2].data : NULL,
+                 pa->res != BD_RES_NONE && k->n_in > 3 ? k->in[3].data : NULL, k->out[0].data, g->c_out / g->group};
+    int64_t per = BD_MAX(w->grid_size * w->taps, (int64_t)1);
+    int64_t planes = g->n * g->c_out, workers = BD_MIN((int64_t)BD_MAX(k->threads, 1), planes * per / (PG_MIN_WORK / 2));
+    bd_parallel_claim((int)BD_MAX(workers, (int64_t)1), planes, BD_MAX((int64_t)1, (int64_t)PG_MIN_WORK / 8 / per),
+                      dwd_planes, &j);
+    return 1;
+}
+
+
 
 /* The convolution through the padded buffer; *done is 0 when this CPU has no
  * kernel for it (the caller then runs im2col + SGEMM). */
@@ -597,6 +984,7 @@ static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const
     pg_job j = {k, g, &p, p.copy && !dw ? buf : x, wt, bias, z, off, w, y, NULL, kk, mg, mb, qblocks, 1, 1, lvl};
     int64_t per_task = (dw ? 1 : mb * PG_MR) * PG_QB * BD_MAX(kk, (int64_t)1);
     int64_t min_tasks = BD_MAX((int64_t)1, (int64_t)PG_MIN_WORK / per_task);
+    if (dw && conv_dwd(k, g, w, lvl)) goto fail; /* done */
     if (dw) { /* enough tasks for the threads, with output channels of one input plane together */
         int64_t th = BD_MAX(k->threads, 1), planes = g->n * g->c_in;
         j.dmc = planes >= 2 * th ? mg : BD_MAX((int64_t)1, mg * planes / (2 * th));
@@ -607,14 +995,15 @@ static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const
             BD_CHECK_ALLOC(k->err, tmp);
             j.tmp = tmp;
         }
-        bd_parallel_for((int)j.workers, j.workers, 1, pg_dw_tasks, &j);
+        bd_parallel_claim((int)j.workers, tasks, 1, pg_dw_tasks, &j);
     } else {
+        if (conv_fewq(&j, &st)) goto fail;
         int64_t tasks = g->n * g->group * qblocks;
         j.workers = BD_MAX((int64_t)1, BD_MIN((int64_t)BD_MAX(k->threads, 1), tasks / min_tasks));
         tmp = bd_malloc((size_t)j.workers * (size_t)(mb * PG_MR * PG_QB) * sizeof *tmp);
         BD_CHECK_ALLOC(k->err, tmp);
         j.tmp = tmp;
-        bd_parallel_for((int)j.workers, j.workers, 1, pg_tasks, &j);
+        bd_parallel_claim((int)j.workers, tasks, 1, pg_tasks, &j);
     }
 fail:
     bd_free(off);

@@ -5,6 +5,7 @@
  * int8/uint8) run a plain path that accumulates in double over the same
  * window tables (each output rounded once); MaxUnpool scatters. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/ops/elementwise.h"
 #include "backend/cpu/parallel.h"
 #include "ops/pool.h"
 
@@ -83,6 +84,134 @@ static void max_planes(void *ctx, int64_t b, int64_t e)
     }
 }
 
+/* The fp32 window pools, planes [begin, end) of (N x C), each plane by one
+ * thread with its own row buffer tmp (W floats). */
+typedef struct wp_job {
+    const bd_node *n;
+    axis_tab t[3];
+    int64_t L[3], O[3], K[3], S[3], DL[3];
+    const float *x;
+    float *y;
+    int64_t *ind; /* MaxPool's Indices, or NULL */
+    float *tmp;   /* the first chunk's row buffer */
+    int failed;   /* a chunk could not allocate its row buffer */
+} wp_job;
+
+#define WP_MIN_WORK 32768 /* window taps per thread worth a thread */
+
+static BD_CLONES void wp_planes(const wp_job *j, int64_t begin, int64_t end, float *tmp)
+{
+    const bd_pool_params *p = j->n->params;
+    const axis_tab *t = j->t;
+    const int64_t *L = j->L, *O = j->O, *K = j->K, *S = j->S;
+    const int64_t D = L[0], H = L[1], W = L[2];
+    const int64_t dd = j->DL[0], dh = j->DL[1], dw = j->DL[2];
+    const int64_t isz = D * H * W, osz = O[0] * O[1] * O[2];
+    const float *x = j->x;
+    float *y = j->y;
+    int64_t *ind = j->ind; /* may be NULL */
+    const int avg = j->n->op == BD_OP_AveragePool, cip = p->count_include_pad;
+    const int col = p->storage_order == 1;
+    /* Interior columns [lo, hi): windows wholly inside the input along W,
+     * reduced row-wise through tmp (not when Indices are wanted). */
+    const int64_t KW = K[2], sw = S[2];
+    int64_t lo = 0, hi = 0;
+    while (lo < O[2] && t[2].count[lo] != KW) lo++;
+    for (hi = lo; hi < O[2] && t[2].count[hi] == KW; hi++) {}
+    if (ind || hi - lo < 4) lo = hi = O[2];
+
+    for (int64_t pl = begin; pl < end; pl++) {
+        const float *xp = x + pl * isz;
+        float *yp = y + pl * osz;
+        int64_t *ip = ind ? ind + pl * osz : NULL;
+        for (int64_t od = 0; od < O[0]; od++) {
+            const int64_t fd = t[0].first[od], cd = t[0].count[od];
+            for (int64_t oh = 0; oh < O[1]; oh++) {
+                const int64_t fh = t[1].first[oh], ch = t[1].count[oh];
+                float *yr = yp + (od * O[1] + oh) * O[2];
+                for (int64_t ow = 0; ow < O[2]; ow++) {
+                    if (ow == lo) {
+                        const int64_t nw = hi - lo;
+                        float *yi = yr + lo;
+                        if (cd * ch == 0) { /* no input row in the window */
+                            for (int64_t i = 0; i < nw; i++) yi[i] = avg ? 0.0f : -FLT_MAX;
+                            ow = hi - 1;
+                            continue;
+                        }
+                        /* Reduce the window's rows into tmp (contiguous), then across W. */
+                        const int64_t c0 = t[2].first[lo], c1 = t[2].first[hi - 1] + (KW - 1) * dw + 1;
+                        /* rows in order; the first two in one pass (a copy and
+                         * then a pass over it stalls store-to-load forwarding) */
+                        const int64_t nrow = cd * ch;
+#define WP_ROW(r) (xp + ((fd + ((r) / ch) * dd) * H + fh + ((r) % ch) * dh) * W)
+                        const float *r0 = WP_ROW(0);
+                        if (nrow == 1) {
+                            memcpy(tmp + c0, r0 + c0, (size_t)(c1 - c0) * sizeof *tmp);
+                        } else {
+                            const float *r1 = WP_ROW(1);
+                            if (avg)
+                                for (int64_t c = c0; c < c1; c++) tmp[c] = r0[c] + r1[c];
+                            else
+                                for (int64_t c = c0; c < c1; c++) tmp[c] = r1[c] > r0[c] ? r1[c] : r0[c];
+                        }
+                        for (int64_t r = 2; r < nrow; r++) {
+                            const float *row = WP_ROW(r);
+                            if (avg)
+                                for (int64_t c = c0; c < c1; c++) tmp[c] += row[c];
+                            else
+                                for (int64_t c = c0; c < c1; c++) tmp[c] = row[c] > tmp[c] ? row[c] : tmp[c];
+                        }
+#undef WP_ROW
+                        if (KW == 1) {
+                            for (int64_t i = 0; i < nw; i++) yi[i] = tmp[c0 + i * sw];
+                        } else { /* taps 0 and 1 together, as the rows above */
+                            const float *s0 = tmp + c0, *s1 = tmp + c0 + dw;
+                            if (avg)
+                                for (int64_t i = 0; i < nw; i++) yi[i] = s0[i * sw] + s1[i * sw];
+                            else
+                                for (int64_t i = 0; i < nw; i++) yi[i] = s1[i * sw] > s0[i * sw] ? s1[i * sw] : s0[i * sw];
+                        }
+                        for (int64_t c = 2; c < KW; c++) {
+                            const float *src = tmp + c0 + c * dw;
+                            if (avg)
+                                for (int64_t i = 0; i < nw; i++) yi[i] += src[i * sw];
+                            else
+                                for (int64_t i = 0; i < nw; i++) yi[i] = src[i * sw] > yi[i] ? src[i * sw] : yi[i];
+                        }
+                        if (avg) {
+                            int64_t div = cip ? t[0].npad[od] * t[1].npad[oh] * KW : cd * ch * KW;
+                            for (int64_t i = 0; i < nw; i++) yi[i] = div > 0 ? yi[i] / (float)div : 0.0f;
+                        }
+                        ow = hi - 1;
+                        continue;
+                    }
+                    const bd_pool_win win = {D, H, W, fd, fh, t[2].first[ow], cd, ch, t[2].count[ow], dd, dh, dw};
+                    if (avg) {
+                        int64_t div = cip ? t[0].npad[od] * t[1].npad[oh] * t[2].npad[ow] : cd * ch * win.cw;
+                        yr[ow] = div > 0 ? bd_pool_sum(xp, &win) / (float)div : 0.0f;
+                    } else if (!ip) {
+                        yr[ow] = bd_pool_max(xp, &win);
+                    } else { /* Indices flattened over (N, C, spatial) */
+                        int64_t at;
+                        yr[ow] = bd_pool_argmax(xp, &win, col, &at);
+                        ip[(od * O[1] + oh) * O[2] + ow] = at < 0 ? -1 : pl * isz + at;
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void wp_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    wp_job *j = ctx;
+    if (begin == 0) { wp_planes(j, begin, end, j->tmp); return; }
+    float *tmp = bd_malloc((size_t)(j->L[2] + 1) * sizeof *tmp);
+    if (!tmp) { __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED); return; }
+    wp_planes(j, begin, end, tmp);
+    bd_free(tmp);
+}
+
 static braid_status window_pool(const bd_kernel *k)
 {
     braid_status st = BRAID_OK;
@@ -130,10 +259,7 @@ static braid_status window_pool(const bd_kernel *k)
     const float *x = k->in[0].data;
     float *y = k->out[0].data;
     int64_t *ind = n->op == BD_OP_MaxPool && k->n_out > 1 ? k->out[1].data : NULL; /* may be NULL */
-    const int avg = n->op == BD_OP_AveragePool, cip = p->count_include_pad;
-    const int col = p->storage_order == 1;
-    /* Interior columns [lo, hi): windows wholly inside the input along W,
-     * reduced row-wise through tmp (not when Indices are wanted). */
+    const int avg = n->op == BD_OP_AveragePool;
     if (!avg && !ind) { /* MaxPool: every column through the reduced rows, planes on the threads */
         max_job j = {t, x, y, NULL, H, W, {O[0], O[1], O[2]}, dd, dh, dw, isz, osz, W, 0};
         for (int64_t ow = 0; ow < O[2]; ow++)
@@ -148,72 +274,13 @@ static braid_status window_pool(const bd_kernel *k)
         bd_free(j.tmp);
         goto fail; /* done */
     }
-    const int64_t KW = K[2], sw = S[2];
-    int64_t lo = 0, hi = 0;
-    while (lo < O[2] && t[2].count[lo] != KW) lo++;
-    for (hi = lo; hi < O[2] && t[2].count[hi] == KW; hi++) {}
-    if (ind || hi - lo < 4) lo = hi = O[2];
-
-    for (int64_t pl = 0; pl < planes; pl++) {
-        const float *xp = x + pl * isz;
-        float *yp = y + pl * osz;
-        int64_t *ip = ind ? ind + pl * osz : NULL;
-        for (int64_t od = 0; od < O[0]; od++) {
-            const int64_t fd = t[0].first[od], cd = t[0].count[od];
-            for (int64_t oh = 0; oh < O[1]; oh++) {
-                const int64_t fh = t[1].first[oh], ch = t[1].count[oh];
-                float *yr = yp + (od * O[1] + oh) * O[2];
-                for (int64_t ow = 0; ow < O[2]; ow++) {
-                    if (ow == lo) {
-                        const int64_t nw = hi - lo;
-                        float *yi = yr + lo;
-                        if (cd * ch == 0) { /* no input row in the window */
-                            for (int64_t j = 0; j < nw; j++) yi[j] = avg ? 0.0f : -FLT_MAX;
-                            ow = hi - 1;
-                            continue;
-                        }
-                        /* Reduce the window's rows into tmp (contiguous), then across W. */
-                        const int64_t c0 = t[2].first[lo], c1 = t[2].first[hi - 1] + (KW - 1) * dw + 1;
-                        for (int64_t a = 0, first = 1; a < cd; a++)
-                            for (int64_t b = 0; b < ch; b++, first = 0) {
-                                const float *row = xp + ((fd + a * dd) * H + fh + b * dh) * W;
-                                if (first) memcpy(tmp + c0, row + c0, (size_t)(c1 - c0) * sizeof *tmp);
-                                else if (avg)
-                                    for (int64_t c = c0; c < c1; c++) tmp[c] += row[c];
-                                else
-                                    for (int64_t c = c0; c < c1; c++) tmp[c] = row[c] > tmp[c] ? row[c] : tmp[c];
-                            }
-                        for (int64_t j = 0; j < nw; j++) {
-                            const float *src = tmp + c0 + j * sw;
-                            float v = src[0];
-                            if (avg)
-                                for (int64_t c = 1; c < KW; c++) v += src[c * dw];
-                            else
-                                for (int64_t c = 1; c < KW; c++) v = src[c * dw] > v ? src[c * dw] : v;
-                            yi[j] = v;
-                        }
-                        if (avg) {
-                            int64_t div = cip ? t[0].npad[od] * t[1].npad[oh] * KW : cd * ch * KW;
-                            for (int64_t j = 0; j < nw; j++) yi[j] = div > 0 ? yi[j] / (float)div : 0.0f;
-                        }
-                        ow = hi - 1;
-                        continue;
-                    }
-                    const bd_pool_win win = {D, H, W, fd, fh, t[2].first[ow], cd, ch, t[2].count[ow], dd, dh, dw};
-                    if (avg) {
-                        int64_t div = cip ? t[0].npad[od] * t[1].npad[oh] * t[2].npad[ow] : cd * ch * win.cw;
-                        yr[ow] = div > 0 ? bd_pool_sum(xp, &win) / (float)div : 0.0f;
-                    } else if (!ip) {
-                        yr[ow] = bd_pool_max(xp, &win);
-                    } else { /* Indices flattened over (N, C, spatial) */
-                        int64_t at;
-                        yr[ow] = bd_pool_argmax(xp, &win, col, &at);
-                        ip[(od * O[1] + oh) * O[2] + ow] = at < 0 ? -1 : pl * isz + at;
-                    }
-                }
-            }
-        }
-    }
+    wp_job j = {.n = n, .x = x, .y = y, .tmp = tmp, .ind = ind};
+    for (int i = 0; i < 3; i++)
+        j.t[i] = t[i], j.L[i] = L[i], j.O[i] = O[i], j.K[i] = K[i], j.S[i] = S[i], j.DL[i] = DL[i];
+    /* AveragePool, and MaxPool with Indices: planes on the threads, each with its row buffer */
+    const int64_t work = O[0] * O[1] * O[2] * K[0] * K[1] * K[2];
+    bd_parallel_for(k->threads, planes, BD_MAX((int64_t)1, (int64_t)WP_MIN_WORK / (work + 1)), wp_chunk, &j);
+    if (j.failed) st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
 fail:
     bd_free(buf);
     return st;
