@@ -324,11 +324,10 @@ static int cpu_auto_streams(void *state)
 
 const bd_backend bd_backend_cpu = {
     .auto_streams = cpu_auto_streams,
-    /* A stream takes threads only while it has work (the budget above), so a
-     * side branch costs the critical path little: a graph with a tenth of
-     * its work beside its critical path (a bidirectional LSTM's reverse half
-     * beside a CNN) is worth a second stream. */
-    .min_parallelism = 1.1,
+    /* A second stream from BD_MIN_PARALLELISM (1.5), as on CUDA: at 1.1
+     * (tried), MiniLM, the PP-OCRv4 detector and PicoDet took two streams
+     * and ran 1.3-1.8x slower than serial on 2 cores (scripts/bench-cpu). */
+    .min_parallelism = 0,
     .name = "cpu",
     .open = cpu_open,
     .close = cpu_close,
