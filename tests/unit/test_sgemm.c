@@ -157,6 +157,16 @@ static void test_empty_and_k0(void)
     bd_sgemm(2, 0, 0, 0, 3, 4, 1.0f, a, 4, b, 3, 0.0f, c, 3); /* M = 0: nothing written */
     bd_sgemm(2, 0, 0, 2, 0, 4, 1.0f, a, 4, b, 0, 0.0f, c, 3);
     CHECK(c[0] == 1 && c[5] == 6);
+    /* K = 0, an empty sum, with every kernel the CPU runs: C = beta C (0 for
+     * beta 0, whatever C held: a convolution with no input channels) */
+    for (int kern = BD_SGEMM_OPENBLAS; kern <= bd_sgemm_cpu_kernel(); kern++) {
+        CHECK_EQ_INT(bd_sgemm_force_kernel(kern), kern);
+        float z[6] = {1, 2, 3, 4, 5, 6}, t[6] = {1, 2, 3, 4, 5, 6};
+        bd_sgemm(2, 0, 0, 2, 3, 0, 1.0f, a, 1, b, 3, 0.0f, z, 3);
+        bd_sgemm(1, 0, 1, 2, 3, 0, 1.0f, a, 1, b, 1, 2.0f, t, 3);
+        for (int i = 0; i < 6; i++) { CHECK(z[i] == 0.0f); CHECK(t[i] == 2.0f * (float)(i + 1)); }
+    }
+    bd_sgemm_force_kernel(-1);
     /* The tile grid depends on the shape only, and feeds 2 cores for 128 x 384. */
     int64_t tm, tn;
     bd_gemm_tile_grid(128, 384, 384, &tm, &tn);

@@ -18,13 +18,15 @@ enum {
  * BD_SGEMM_OPENBLAS when it has neither. */
 int bd_sgemm_cpu_kernel(void);
 
-/* 1 when OpenBLAS runs one of its generic or pre-AVX2 cores (openblas_get_corename():
- * Prescott, Core2, Nehalem, ...) although the CPU has AVX2: the Debian OpenBLAS
- * 0.3.21 on a CPU newer than it knows. */
+/* 1 when OpenBLAS runs a core weaker than braid's kernel for this CPU
+ * (openblas_get_corename()): one of its generic or pre-AVX2 cores (Prescott,
+ * Core2, Nehalem, ...) although the CPU has AVX2, or an AVX2 core (Haswell,
+ * Zen) although it has AVX-512: the Debian OpenBLAS 0.3.21 on a CPU newer
+ * than it knows. */
 int bd_sgemm_openblas_is_fallback(void);
 
 /* The kernel large products use in this process: a braid kernel where OpenBLAS
- * fell back to a generic core, else OpenBLAS. Decided once. */
+ * runs a weaker core (bd_sgemm_openblas_is_fallback), else OpenBLAS. Decided once. */
 int bd_sgemm_kernel(void);
 
 /* Forces the kernel (tests and benchmarks; BD_SGEMM_OPENBLAS .. the CPU's best;
@@ -35,7 +37,7 @@ int bd_sgemm_force_kernel(int kernel);
  * the kernel bd_sgemm_kernel() picks. Static storage. */
 const char *bd_sgemm_kernel_desc(void);
 
-/* C = alpha op(A) op(B) + beta C (row-major, m, n, k > 0) on this thread with
+/* C = alpha op(A) op(B) + beta C (row-major, m, n > 0; k 0 gives beta C) on this thread with
  * a braid kernel (kernel BD_SGEMM_AVX2 or BD_SGEMM_AVX512, which the CPU must
  * support). The sum over K runs in blocks of 256 in order, whatever m and n:
  * an element's bits depend on K, alpha, beta and its own row and column of
