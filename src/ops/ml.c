@@ -85,6 +85,27 @@ static braid_status get_list(const bd_node *n, const char *name, ml_list *l, bd_
     return BRAID_OK;
 }
 
+/* LabelEncoder's numeric default: default_tensor's first value, else
+ * default_int64 / default_float (-1 / -0.0 when absent). d receives the
+ * default_tensor list (the caller frees it). */
+static braid_status numeric_default(const bd_node *n, ml_list *d, int64_t *def_i, double *def_f, bd_err *e)
+{
+    *def_i = -1;
+    *def_f = -0.0;
+    BD_TRY_RET(get_list(n, "default_tensor", d, e));
+    if (d->n >= 1) {
+        *def_i = d->i[0], *def_f = d->f[0];
+        return BRAID_OK;
+    }
+    if (d->n == 0) return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'default_tensor' is empty");
+    float f;
+    BD_TRY_RET(bd_attr_int(n, "default_int64", -1, def_i, e));
+    BD_TRY_RET(bd_attr_float(n, "default_float", -0.0f, &f, e));
+    *def_f = f;
+    return BRAID_OK;
+}
+
+
 /* Copies list l into data at *at: int64 when as_int, else double bits. */
 static void put(int64_t *data, int64_t *at, const ml_list *l, int as_int)
 {
@@ -268,20 +289,7 @@ static braid_status parse_label_encoder_str(bd_node *n, int skeys, int svals, bd
     if (svals) {
         p->def_s = put_str(p, &at, def_str);
     } else {
-        p->def_i = -1;
-        p->def_f = -0.0;
-        BD_TRY(get_list(n, "default_tensor", &d, e));
-        if (d.n >= 1) {
-            p->def_i = d.i[0], p->def_f = d.f[0];
-        } else if (d.n == 0) {
-            st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'default_tensor' is empty");
-            goto fail;
-        } else {
-            float f;
-            BD_TRY(bd_attr_int(n, "default_int64", -1, &p->def_i, e));
-            BD_TRY(bd_attr_float(n, "default_float", -0.0f, &f, e));
-            p->def_f = f;
-        }
+        BD_TRY(numeric_default(n, &d, &p->def_i, &p->def_f, e));
     }
 fail:
     bd_free(t);
@@ -419,20 +427,7 @@ static braid_status parse_label_encoder(bd_node *n, bd_ml_params **out, bd_err *
                    : v.is_int ? BRAID_DTYPE_INT64 : BRAID_DTYPE_FLOAT;
     p->n_a = p->n_b = k.n;
     p->n_data = 2 * k.n;
-    p->def_i = -1;
-    p->def_f = -0.0;
-    BD_TRY(get_list(n, "default_tensor", &d, e));
-    if (d.n >= 1) {
-        p->def_i = d.i[0], p->def_f = d.f[0];
-    } else if (d.n == 0) {
-        st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'default_tensor' is empty");
-        goto fail;
-    } else {
-        float f;
-        BD_TRY(bd_attr_int(n, "default_int64", -1, &p->def_i, e));
-        BD_TRY(bd_attr_float(n, "default_float", -0.0f, &f, e));
-        p->def_f = f;
-    }
+    BD_TRY(numeric_default(n, &d, &p->def_i, &p->def_f, e));
     if (bd_node_attr(n, "default_string") && !v.is_int && v.dtype != BRAID_DTYPE_FLOAT && v.dtype != BRAID_DTYPE_DOUBLE)
         BD_TRY(refuse_strings(n, strs + 3, 1, e));
     kv = bd_malloc((size_t)(k.n + 1) * sizeof *kv);
