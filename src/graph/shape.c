@@ -253,6 +253,12 @@ static braid_status infer_pending(bd_inst *x, const unsigned char *pending_in, b
             i--; /* the branch's first node takes the If's place */
             continue;
         }
+        /* A node none of whose outputs anything names (`Mul(a, b) -> ""`,
+         * or a function body's value the call leaves out) is dead: it is
+         * neither planned nor run (its kernel would write to no memory). */
+        int named = 0;
+        for (int k = 0; k < n->n_out; k++) named |= n->out[k] >= 0;
+        if (!named) continue;
         /* Slots past the node's inputs read as omitted inputs, never as the
          * last node's (families may look at an optional input's dtype). */
         for (int k = 0; k < max_in; k++) { memset(&in[k], 0, sizeof in[k]); in[k].rank = -1; }
