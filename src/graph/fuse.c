@@ -190,6 +190,7 @@ static braid_status fold_affine(bd_graph *g, int i, int *readers, int *reader, u
     if (c->op != BD_OP_Conv || !cp || cp->act != BD_ACT_NONE || c->n_out != 1 || c->out[0] < 0 || c->n_in < 2)
         return BRAID_OK;
     int wv = c->in[1], bv = c->n_in > 2 ? c->in[2] : -1;
+    if (wv < 0) return BRAID_OK; /* W left out: shape inference refuses the node */
     const bd_value *w = &g->values[wv];
     if (!(w->flags & BD_VAL_CONST) || w->dtype != BRAID_DTYPE_FLOAT || !w->data || w->rank < 3) return BRAID_OK;
     int R = w->rank;
