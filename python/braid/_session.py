@@ -429,32 +429,9 @@ class InferenceSession:
                 keep.append(a)
                 continue
             last[i] = None
-            code = FROM_NUMPY.get(a.dtype)
-            if code is None and a.dtype.kind in "USO" and self._inputs[i].type == "tensor(string)":
-                a, ptrs = _strings_in(name, a)
-                code = _STRING
-            if code is None:
-                raise BraidError(7, f"input '{name}': numpy dtype {a.dtype} has no braid equivalent "
-                                    f"(the model wants {self._inputs[i].type})")
-            if code in _SIGNED_SUBBYTE:
-                a = _sign_extend(a, _SIGNED_SUBBYTE[code])
-            nd = a.ndim
-            if nd > MAX_RANK:
-                raise BraidError(11, f"input '{name}': rank {nd} is over braid's {MAX_RANK}")
-            t = ins[i]
-            t.dtype = code
-            t.rank = nd
-            t.dims[:nd] = a.shape
-            if code == _STRING:
-                t.data = ctypes.addressof(ptrs)
-                keep.append((a, ptrs))  # one entry per input: len(keep) is the input count
-                continue
-            try:  # the buffer protocol: several times cheaper than a.ctypes.data
-                t.data = _addressof(_from_buffer(a))
-            except (TypeError, ValueError, BufferError):  # read-only, or a dtype numpy cannot export
-                t.data = a.ctypes.data
-            keep.append(a)
-            if code not in _SIGNED_SUBBYTE:  # (those were converted: their dtype is not the caller's)
+            kept = self._feed_tensor(name, ins[i], a, self._inputs[i]._dtype)
+            keep.append(kept)  # one entry per input: len(keep) is the input count
+            if kept is a:  # not converted (strings, signed sub-byte ints are): the next run may reuse it
                 last[i] = (a.dtype, a.shape)
         return keep
 
@@ -480,8 +457,9 @@ class InferenceSession:
         return keep
 
     def _feed_tensor(self, name: str, t: Any, a: Any, want: int) -> Any:
-        """Fills braid_tensor t with array a (an element of a sequence or an
-        optional's tensor); returns what keeps its data alive."""
+        """Fills braid_tensor t with array a (an input, an element of a sequence
+        or an optional's tensor); returns what keeps its data alive: a itself
+        when braid reads it as it is."""
         a = np.asarray(a, order="C")
         code = FROM_NUMPY.get(a.dtype)
         if code is None and a.dtype.kind in "USO" and want == _STRING:
@@ -499,7 +477,10 @@ class InferenceSession:
         if code == _STRING:
             t.data = ctypes.addressof(ptrs)
             return (a, ptrs)
-        t.data = a.ctypes.data
+        try:  # the buffer protocol: several times cheaper than a.ctypes.data
+            t.data = _addressof(_from_buffer(a))
+        except (TypeError, ValueError, BufferError):  # read-only, or a dtype numpy cannot export
+            t.data = a.ctypes.data
         return a
 
     def _out_value(self, i: int, view: bool) -> Any:
