@@ -584,25 +584,31 @@ static braid_status run_sequence_map(bd_nest *n, const bd_nest_call *c, bd_err *
     int nf = bd_node_formal_in(nd);
     if (!c->pool || !n->ops.runner.host_mem)
         return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "SequenceMap runs on the CPU backend only");
-    const bd_seq *first = bd_box_get(c->in[0].data);
-    int len = first->n;
+    int len = ((const bd_seq *)bd_box_get(c->in[0].data))->n;
     bd_tensor *bin = bd_calloc((size_t)nf + 1, sizeof *bin);
     bd_run_out *outs = bd_calloc((size_t)nd->n_out + 1, sizeof *outs);
     bd_seq **res = bd_calloc((size_t)nd->n_out + 1, sizeof *res);
-    BD_CHECK_ALLOC(e, bin && outs && res);
-    for (int j = 0; j < nf; j++)
-        if ((c->in[j].dtype & BD_DT_SEQ) && ((const bd_seq *)bd_box_get(c->in[j].data))->n != len) {
+    const bd_seq **seq = bd_calloc((size_t)nf + 1, sizeof *seq); /* per input: its sequence, NULL for a tensor */
+    BD_CHECK_ALLOC(e, bin && outs && res && seq);
+    for (int j = 0; j < nf; j++) {
+        if (!(c->in[j].dtype & BD_DT_SEQ)) {
+            bin[j] = c->in[j]; /* a tensor input: the same in every run of the body */
+            continue;
+        }
+        seq[j] = bd_box_get(c->in[j].data);
+        if (seq[j]->n != len) {
             st = BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "input %d is a sequence of %d tensors, input 0 of %d", j,
-                         ((const bd_seq *)bd_box_get(c->in[j].data))->n, len);
+                         seq[j]->n, len);
             goto fail;
         }
+    }
     for (int k = 0; k < nd->n_out; k++) {
         res[k] = bd_seq_new(c->pool, bd_dt_elem(c->out[k].dtype), len, e);
         if (!res[k]) { st = e->status; goto fail; }
     }
     for (int i = 0; i < len; i++) {
         for (int j = 0; j < nf; j++)
-            bin[j] = (c->in[j].dtype & BD_DT_SEQ) ? ((const bd_seq *)bd_box_get(c->in[j].data))->items[i] : c->in[j];
+            if (seq[j]) bin[j] = seq[j]->items[i];
         BD_TRY(run_sub(n, 0, c, bin, outs, e));
         for (int k = 0; k < nd->n_out; k++) {
             if (outs[k].t.dtype != res[k]->elem) {
@@ -620,6 +626,7 @@ fail:
     bd_free(bin);
     bd_free(outs);
     bd_free(res);
+    bd_free(seq);
     return st;
 }
 
