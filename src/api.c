@@ -344,8 +344,9 @@ braid_status braid_session_create(const braid_model *m, const braid_options *o, 
     const char *host = have && o->backend == BRAID_BACKEND_AUTO ? host_op(&m->g) : NULL;
     if (host) { /* AUTO: the CPU runs what works on host values */
         have = 0;
-        snprintf(why, sizeof why, "the model's op %s works on string, sequence or optional values, which only the CPU "
-                 "backend holds", host);
+        snprintf(why, sizeof why, "the model's op %s works on string, sequence or optional values, which live on "
+                 "the host: a CUDA plan would run such nodes on the host, a synchronization and copies each "
+                 "(--backend cuda does)", host);
         cu = NULL;
     }
     if (have) { s->kind = BRAID_BACKEND_CUDA; s->be = cu->backend; }

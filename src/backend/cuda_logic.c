@@ -329,6 +329,27 @@ braid_status bd_cuda_io_parse(const char *value, int *mode, bd_err *e)
                    "(or unset: %s)", value, bd_cuda_io_name(BD_IO_DEFAULT));
 }
 
+/* ---- host nodes --------------------------------------------------------------------------- */
+
+static int host_value(const bd_inst *x, int v)
+{
+    if (v < 0) return 0;
+    int dt = x->vals[v].dtype ? x->vals[v].dtype : x->g->values[v].dtype;
+    return dt == BRAID_DTYPE_STRING || bd_dt_container(dt);
+}
+
+int bd_cuda_host_node(const bd_node *n, const bd_inst *x)
+{
+    unsigned flags = bd_op_table[n->op].flags;
+    if (flags & BD_OPF_SUBGRAPHS) return 0;
+    if (flags & BD_OPF_HOST) return 1;
+    for (int k = 0; k < n->n_in; k++)
+        if (host_value(x, n->in[k])) return 1;
+    for (int k = 0; k < n->n_out; k++)
+        if (host_value(x, n->out[k])) return 1;
+    return 0;
+}
+
 /* ---- sizes ------------------------------------------------------------------------------- */
 
 size_t bd_cublas_workspace_bytes(int cc_major) { return (size_t)(cc_major >= 9 ? 32 : 4) << 20; }

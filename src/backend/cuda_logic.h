@@ -159,6 +159,17 @@ const char *bd_cuda_io_name(int mode);
  * INVALID_ARGUMENT naming the choices. */
 braid_status bd_cuda_io_parse(const char *value, int *mode, bd_err *e);
 
+/* ---- host nodes --------------------------------------------------------------------------- */
+
+/* 1 when node n of instance x runs on the host inside a CUDA plan
+ * (src/backend/cuda/cuda_host.c): its op works on host values (BD_OPF_HOST:
+ * strings, sequences, optionals), or one of its inputs or outputs is a
+ * string tensor, a sequence or an optional, whose contents live in host
+ * memory on every backend (a CUDA plan holds only their pointers). Control
+ * flow (If, Loop, Scan, SequenceMap) is never a host node: the nest engine
+ * runs it on the node's stream. */
+int bd_cuda_host_node(const bd_node *n, const bd_inst *x);
+
 /* ---- sizes ------------------------------------------------------------------------------- */
 
 /* cuBLAS's workspace per handle, as its documentation recommends

@@ -577,29 +577,58 @@ fail:
  * be as long as the first), the tensor inputs whole; output k of each run
  * becomes element i of sequence output k (copied into the run's pool: the
  * body's memory is reused by its next run). Host memory only. */
+/* The object that container value slot (backend memory) points at. */
+static braid_status box_read(bd_nest *n, const void *slot, const void **obj, bd_err *e)
+{
+    void *p = NULL;
+    if (n->ops.runner.host_mem) p = bd_box_get(slot);
+    else BD_TRY_RET(n->ops.runner.read(n->ops.runner.ctx, &p, slot, sizeof p, e));
+    *obj = p;
+    return BRAID_OK;
+}
+
+/* SequenceMap: the body once per position of the sequence inputs. What
+ * sequences hold is host memory on every backend: where the backend's is
+ * not (CUDA), each element is written to a buffer of the backend's before
+ * the body runs, and each result read back into the run's pool. */
 static braid_status run_sequence_map(bd_nest *n, const bd_nest_call *c, bd_err *e)
 {
     braid_status st = BRAID_OK;
     const bd_node *nd = c->node;
-    int nf = bd_node_formal_in(nd);
-    if (!c->pool || !n->ops.runner.host_mem)
-        return BD_FAIL(e, BRAID_ERR_UNSUPPORTED, "SequenceMap runs on the CPU backend only");
-    int len = ((const bd_seq *)bd_box_get(c->in[0].data))->n;
+    int nf = bd_node_formal_in(nd), host = n->ops.runner.host_mem;
+    if (!c->pool) return BD_FAIL(e, BRAID_ERR_INTERNAL, "SequenceMap was given no pool for its sequences");
     bd_tensor *bin = bd_calloc((size_t)nf + 1, sizeof *bin);
     bd_run_out *outs = bd_calloc((size_t)nd->n_out + 1, sizeof *outs);
     bd_seq **res = bd_calloc((size_t)nd->n_out + 1, sizeof *res);
     const bd_seq **seq = bd_calloc((size_t)nf + 1, sizeof *seq); /* per input: its sequence, NULL for a tensor */
-    BD_CHECK_ALLOC(e, bin && outs && res && seq);
+    void **dev = bd_calloc((size_t)nf + 1, sizeof *dev);         /* per sequence input: the backend's buffer */
+    BD_CHECK_ALLOC(e, bin && outs && res && seq && dev);
+    int len = 0;
     for (int j = 0; j < nf; j++) {
         if (!(c->in[j].dtype & BD_DT_SEQ)) {
             bin[j] = c->in[j]; /* a tensor input: the same in every run of the body */
             continue;
         }
-        seq[j] = bd_box_get(c->in[j].data);
+        const void *obj;
+        BD_TRY(box_read(n, c->in[j].data, &obj, e));
+        seq[j] = obj;
+        if (!seq[j]) {
+            st = BD_FAIL(e, BRAID_ERR_INTERNAL, "input %d holds no sequence", j);
+            goto fail;
+        }
+        if (j == 0) len = seq[j]->n;
         if (seq[j]->n != len) {
             st = BD_FAIL(e, BRAID_ERR_INVALID_ARGUMENT, "input %d is a sequence of %d tensors, input 0 of %d", j,
                          seq[j]->n, len);
             goto fail;
+        }
+        if (!host) {
+            size_t most = 1, nb;
+            for (int i = 0; i < len; i++) {
+                BD_TRY(bd_tensor_nbytes(&seq[j]->items[i], &nb, e));
+                most = BD_MAX(most, nb);
+            }
+            BD_TRY(n->ops.alloc(n->ops.runner.ctx, &dev[j], most, e));
         }
     }
     for (int k = 0; k < nd->n_out; k++) {
@@ -607,8 +636,15 @@ static braid_status run_sequence_map(bd_nest *n, const bd_nest_call *c, bd_err *
         if (!res[k]) { st = e->status; goto fail; }
     }
     for (int i = 0; i < len; i++) {
-        for (int j = 0; j < nf; j++)
-            if (seq[j]) bin[j] = seq[j]->items[i];
+        for (int j = 0; j < nf; j++) {
+            if (!seq[j]) continue;
+            bin[j] = seq[j]->items[i];
+            if (host) continue;
+            size_t nb;
+            BD_TRY(bd_tensor_nbytes(&bin[j], &nb, e));
+            if (nb) BD_TRY(n->ops.write(n->ops.runner.ctx, dev[j], bin[j].data, nb, e));
+            bin[j].data = dev[j];
+        }
         BD_TRY(run_sub(n, 0, c, bin, outs, e));
         for (int k = 0; k < nd->n_out; k++) {
             if (outs[k].t.dtype != res[k]->elem) {
@@ -616,17 +652,36 @@ static braid_status run_sequence_map(bd_nest *n, const bd_nest_call *c, bd_err *
                              bd_dtype_name(outs[k].t.dtype), bd_dtype_name(res[k]->elem));
                 goto fail;
             }
-            BD_TRY(bd_tensor_clone(c->pool, &outs[k].t, &res[k]->items[i], e));
+            if (host || outs[k].host) {
+                bd_tensor t = outs[k].t;
+                if (outs[k].host) t.data = (void *)outs[k].host;
+                BD_TRY(bd_tensor_clone(c->pool, &t, &res[k]->items[i], e));
+                continue;
+            }
+            size_t nb;
+            bd_tensor t = outs[k].t;
+            BD_TRY(bd_tensor_nbytes(&t, &nb, e));
+            void *h = bd_strpool_alloc(c->pool, nb ? nb : 1); /* strings: their pointers, into the run's pool */
+            BD_CHECK_ALLOC(e, h);
+            if (nb) BD_TRY(n->ops.runner.read(n->ops.runner.ctx, h, t.data, nb, e));
+            t.data = h;
+            res[k]->items[i] = t;
         }
     }
-    for (int k = 0; k < nd->n_out; k++)
-        if (nd->out[k] >= 0) bd_box_set(c->out[k].data, res[k]);
+    for (int k = 0; k < nd->n_out; k++) {
+        if (nd->out[k] < 0) continue;
+        if (host) bd_box_set(c->out[k].data, res[k]);
+        else BD_TRY(n->ops.write(n->ops.runner.ctx, c->out[k].data, &res[k], sizeof res[k], e));
+    }
     n->iters = len;
 fail:
+    for (int j = 0; dev && j < nf; j++)
+        if (dev[j]) n->ops.free(n->ops.runner.ctx, dev[j]);
     bd_free(bin);
     bd_free(outs);
     bd_free(res);
     bd_free(seq);
+    bd_free(dev);
     return st;
 }
 

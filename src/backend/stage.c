@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cuda_logic.h"
 #include "backend/nest.h"
 #include "ops/ops.h"
 
@@ -230,6 +231,14 @@ void bd_stages_print(FILE *f, const bd_prepared *p, int indent)
                     fprintf(f, " (Loop: %s%s%s read on the host, %s on CUDA)", trips ? "M" : "", trips && cond ? " and " : "",
                             cond ? "its condition, then the body's after every iteration," : "",
                             cond ? "one synchronization each" : "one synchronization");
+                if (p->runner && !p->runner->host_mem) { /* CUDA */
+                    if (bd_cuda_host_node(n, &p->inst))
+                        fprintf(f, " (on the host: its stream synchronized, its inputs copied to the host, its "
+                                "outputs back)");
+                    else if (n->op == BD_OP_SequenceMap)
+                        fprintf(f, " (SequenceMap: each element written to the device, each result read back to "
+                                "the host, one synchronization each)");
+                }
                 fprintf(f, "\n");
                 if (p->nest && p->nest[cmd.arg]) bd_nest_print(f, p->nest[cmd.arg], indent + 4);
             }

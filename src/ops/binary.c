@@ -94,7 +94,7 @@ static braid_status legacy_shape(const bd_node *n, const bd_tensor *a, const bd_
 {
     const bd_binary_params *p = n->params;
     char sa[160], sb[160];
-    bd_tensor v;
+    bd_tensor v = {0};
     if (!p->broadcast) {
         if (!bd_shape_equal(a, b))
             return BD_FAIL(e, BRAID_ERR_SHAPE,

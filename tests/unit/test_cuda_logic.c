@@ -401,6 +401,89 @@ static void test_traffic(void)
     CHECK_NEAR(bd_plan_traffic_bytes(&p), 104, 0, 0);
 }
 
+/* ---- host nodes ------------------------------------------------------------------------------ */
+
+/* Which nodes a CUDA plan runs on the host (bd_cuda_host_node), and what
+ * `braid plan` prints for them on CUDA (a runner whose memory is not the
+ * host's) and on the CPU (nothing). */
+static void test_host_nodes(void)
+{
+    enum { X, S, SEQ, OPTV, STR, Y, Z, IDX, N_V };
+    bd_value values[N_V] = {0};
+    values[X].dtype = F32, values[Y].dtype = F32, values[Z].dtype = F32;
+    values[S].dtype = BRAID_DTYPE_STRING;
+    values[SEQ].dtype = BRAID_DTYPE_SEQUENCE | F32;
+    values[OPTV].dtype = BRAID_DTYPE_OPTIONAL | F32;
+    values[STR].dtype = BRAID_DTYPE_STRING;
+    values[IDX].dtype = BRAID_DTYPE_INT64;
+    bd_graph g = {.values = values, .n_values = N_V};
+    bd_tensor vals[N_V] = {0};
+    vals[STR].dtype = BRAID_DTYPE_STRING; /* the rest: dtype 0 here, the graph's declaration decides */
+    bd_inst x = {.g = &g, .vals = vals};
+    int add_in[2] = {X, Y}, add_out[1] = {Z};
+    int at_in[2] = {SEQ, IDX}, at_out[1] = {Y};
+    int sid_in[1] = {S}, sid_out[1] = {STR};
+    int gat_in[2] = {S, IDX}, gat_out[1] = {STR};
+    int cast_in[1] = {X}, cast_out[1] = {STR};
+    int opt_in[1] = {OPTV}, opt_out[1] = {Y};
+    int skip_in[3] = {X, -1, Y}, skip_out[2] = {Z, -1};
+    int map_in[1] = {SEQ}, map_out[1] = {SEQ};
+    bd_node nodes[8] = {
+        {.name = "add", .op_type = "Add", .op = BD_OP_Add, .n_in = 2, .n_out = 1, .in = add_in, .out = add_out},
+        {.name = "at", .op_type = "SequenceAt", .op = BD_OP_SequenceAt, .n_in = 2, .n_out = 1, .in = at_in, .out = at_out},
+        {.name = "sid", .op_type = "Identity", .op = BD_OP_Identity, .n_in = 1, .n_out = 1, .in = sid_in, .out = sid_out},
+        {.name = "gat", .op_type = "Gather", .op = BD_OP_Gather, .n_in = 2, .n_out = 1, .in = gat_in, .out = gat_out},
+        {.name = "cast", .op_type = "Cast", .op = BD_OP_Cast, .n_in = 1, .n_out = 1, .in = cast_in, .out = cast_out},
+        {.name = "get", .op_type = "Identity", .op = BD_OP_Identity, .n_in = 1, .n_out = 1, .in = opt_in, .out = opt_out},
+        {.name = "skip", .op_type = "Clip", .op = BD_OP_Clip, .n_in = 3, .n_out = 2, .in = skip_in, .out = skip_out},
+        {.name = "map", .op_type = "SequenceMap", .op = BD_OP_SequenceMap, .n_in = 1, .n_out = 1, .in = map_in,
+         .out = map_out},
+    };
+    const int want[8] = {0, 1, 1, 1, 1, 1, 0, 0};
+    for (int i = 0; i < 8; i++)
+        if (bd_cuda_host_node(&nodes[i], &x) != want[i]) {
+            fprintf(stderr, "host node %s: want %d\n", nodes[i].name, want[i]);
+            CHECK(0);
+        }
+    /* An If is never one, even when what it returns is a sequence. */
+    bd_node cond = {.name = "if", .op_type = "If", .op = BD_OP_If, .n_in = 1, .n_out = 1, .in = map_in, .out = map_out};
+    CHECK_EQ_INT(bd_cuda_host_node(&cond, &x), 0);
+
+    /* The plan print: add, at and map on one stream. */
+    const bd_node *np[3] = {&nodes[0], &nodes[1], &nodes[7]};
+    int live[3] = {0, 1, 2}, start[2] = {0, 3};
+    bd_cmd cmds[3] = {{BD_CMD_LAUNCH, 0}, {BD_CMD_LAUNCH, 1}, {BD_CMD_LAUNCH, 2}};
+    bd_prepared p;
+    memset(&p, 0, sizeof p);
+    x.node = np;
+    p.g = &g;
+    p.inst = x;
+    p.n_live = 3;
+    p.live = live;
+    p.plan.n_streams = 1;
+    p.plan.stream_start = start;
+    p.plan.cmds = cmds;
+    for (int host_mem = 0; host_mem < 2; host_mem++) {
+        bd_runner r = {.host_mem = host_mem};
+        p.runner = &r;
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        CHECK(f != NULL);
+        if (!f) return;
+        bd_stages_print(f, &p, 0);
+        fclose(f);
+        int on_host = strstr(text, "stream 0: launch at (on the host: its stream synchronized, its inputs copied to "
+                                   "the host, its outputs back)\n") != NULL;
+        int map = strstr(text, "stream 0: launch map (SequenceMap: each element written to the device, each result "
+                               "read back to the host, one synchronization each)\n") != NULL;
+        CHECK_EQ_INT(on_host, !host_mem);
+        CHECK_EQ_INT(map, !host_mem);
+        CHECK(strstr(text, "stream 0: launch add\n") != NULL);
+        free(text);
+    }
+}
+
 /* ---- the API on the CPU ------------------------------------------------------------------------ */
 
 static void test_api(void)
@@ -456,6 +539,7 @@ int main(void)
     (void)run; /* optest.h's single-op harness: only its node builders are used here */
     (void)done;
     test_notes();
+    test_host_nodes();
     test_fault_texts();
     test_algo_choice();
     test_algo_cache();

@@ -309,6 +309,9 @@ static void cuda_close(void *state)
     cuda_state *s = state;
     if (!s) return;
     cudaSetDevice(s->device);
+    for (int i = 0; i < s->n_streams; i++) /* a failed run's work may still read host nodes' memory */
+        cudaStreamSynchronize(s->streams[i].s);
+    bd_cuda_host_destroy(s);
     for (int i = 0; i < s->n_streams; i++) stream_destroy(s, &s->streams[i]);
     bd_free(s->streams);
     bd_cu_free(s, s->weights);
@@ -446,6 +449,7 @@ static braid_status cuda_open(const bd_graph *g, const bd_exec_opts *o, void **s
     int count = 0, cma = 0;
     cuda_state *s = bd_calloc(1, sizeof *s);
     if (!s) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+    bd_cuda_host_init(s);
     cudaError_t ce = cudaGetDeviceCount(&count);
     if (ce != cudaSuccess || count < 1) {
         cudaGetLastError();

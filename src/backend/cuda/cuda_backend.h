@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda_logic.h"
+#include "util/strpool.h"
 
 /* Live objects (created minus destroyed). */
 typedef struct bd_cuda_live {
@@ -61,6 +62,12 @@ typedef struct cuda_state {
         int kind;           /* BD_MEM_PINNED or BD_MEM_MANAGED */
     } *shared;              /* the caller's host-shared input buffers */
     int n_shared, cap_shared;
+    /* Host nodes (cuda_host.c): what they make for one top-level run: strings,
+     * sequences and optionals (host memory), and device memory for outputs
+     * whose size only their kernel knew. */
+    bd_strpool strings;
+    void **run_dev;
+    int n_run_dev, cap_run_dev;
     bd_cuda_versions ver;   /* device and library versions */
     char info[640];         /* bd_cuda_version_line of ver */
 } cuda_state;
@@ -106,6 +113,13 @@ braid_status bd_cuda_node_launch(cuda_state *s, bd_prepared *p, int li, int pool
                                  bd_cuda_kernel *k);
 braid_status bd_cuda_read(void *state, void *dst, const void *src, size_t n, bd_err *e);
 
+/* Host nodes (cuda_host.c; bd_cuda_host_node decides which): init and
+ * destroy with the session, reset when a top-level run starts, and the
+ * launch that bd_cuda_node_launch calls for such a node. */
+void bd_cuda_host_init(cuda_state *s);
+void bd_cuda_host_reset(cuda_state *s);
+void bd_cuda_host_destroy(cuda_state *s);
+braid_status bd_cuda_host_launch(cuda_state *s, bd_cuda_kernel *k);
 /* The plan half of the backend (cuda_plan.c). */
 braid_status bd_cuda_plan_prepare(void *state, bd_prepared *p, bd_err *e);
 void bd_cuda_plan_release(void *state, bd_prepared *p);

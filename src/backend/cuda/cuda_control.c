@@ -1,11 +1,12 @@
 /* cuda_control.c: the CUDA side of control flow and run-time shapes.
  *
  * bd_cuda_node_launch is what cuda_plan.c's enqueue walk calls for every
- * node: an ordinary node goes to its family's launcher, and where a node's
- * output shape is known only when it runs (BD_IV_RUNTIME) the shape its
- * launcher wrote is kept for later stages. A control-flow node (If, Loop,
- * Scan) is one command on its stream: the engine of src/backend/nest.c runs
- * it with the primitives below.
+ * node: an ordinary node goes to its family's launcher, a node on host
+ * values to the host (cuda_host.c), and where a node's output shape is known
+ * only when it runs (BD_IV_RUNTIME) the shape its launcher wrote is kept for
+ * later stages. A control-flow node (If, Loop, Scan, SequenceMap) is one
+ * command on its stream: the engine of src/backend/nest.c runs it with the
+ * primitives below.
  *
  * Nested plans run on the device like any plan, enqueued from the host
  * while the outer walk waits: a nested plan's stream 0 is the node's own
@@ -280,16 +281,20 @@ braid_status bd_cuda_node_launch(cuda_state *s, bd_prepared *p, int li, int pool
     for (int q = 0; q < n->n_in && !moves; q++)
         for (int x = 0; n->in[q] >= 0 && (p->inst.vflag[n->in[q]] & BD_IV_EXTERNAL) && x < p->n_ext; x++)
             if (p->ext[x] == n->in[q] && (p->ext_from[x]->inst.vflag[n->in[q]] & BD_IV_ALLOC)) moves = 1;
-    if ((flags & (BD_OPF_SUBGRAPHS | BD_OPF_DATA_SHAPE)) || moves) {
+    int host = bd_cuda_host_node(n, &p->inst);
+    if ((flags & (BD_OPF_SUBGRAPHS | BD_OPF_DATA_SHAPE)) || moves || host) {
         enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
         BD_CUDA_TRY(k->err, cudaStreamIsCapturing(k->stream, &cap));
         if (cap != cudaStreamCaptureStatusNone) {
             st = BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "a node whose work depends on values read on the host, "
-                         "or that reads memory allocated while running, cannot be captured in a CUDA graph");
+                         "that runs on the host, or that reads memory allocated while running, cannot be captured "
+                         "in a CUDA graph");
             goto fail;
         }
     }
-    if (!(flags & BD_OPF_SUBGRAPHS)) {
+    if (host) {
+        BD_TRY(bd_cuda_host_launch(s, k));
+    } else if (!(flags & BD_OPF_SUBGRAPHS)) {
         BD_TRY(bd_cuda_run(k));
     } else {
         nest_ctx *c = *k->cache;
@@ -303,7 +308,8 @@ braid_status bd_cuda_node_launch(cuda_state *s, bd_prepared *p, int li, int pool
                                       .run = nested_run, .read = nest_read},
                            .copy2d = nest_copy2d, .write = nest_write, .alloc = nest_alloc, .free = nest_free,
                            .sync_note = "a synchronization of the node's stream"};
-        bd_nest_call call = {.node = n, .in = k->in, .host_in = k->host_in, .out = k->out, .opts = &p->opts};
+        bd_nest_call call = {.node = n, .in = k->in, .host_in = k->host_in, .out = k->out, .opts = &p->opts,
+                             .pool = &s->strings};
         BD_TRY(bd_nest_run(&p->nest[li], &ops, &call, k->err));
     }
     for (int q = 0; q < n->n_out; q++) /* shapes only the run knew, for later stages */

@@ -602,6 +602,7 @@ braid_status bd_cuda_plan_run(void *state, bd_prepared *p, const bd_tensor *inpu
     walk w = {.s = s, .p = p, .cp = cp};
     if (S < 1) return BRAID_OK; /* nothing to run: every output is a constant or an input */
     BD_CUDA_TRY(e, cudaSetDevice(s->device));
+    if (!p->prev) bd_cuda_host_reset(s); /* a top-level run starts: the last one's host values go */
     cudaStream_t s0 = s->streams[0].s;
     {
         cudaError_t pending = cudaPeekAtLastError();
