@@ -90,7 +90,7 @@ braid_status bd_cuda_host_launch(cuda_state *s, bd_cuda_kernel *k)
         void *h = bd_malloc(nb ? nb : 1);
         BD_CHECK_ALLOC(e, h);
         own[n_own++] = h;
-        if (nb) BD_CUDA_TRY(e, cudaMemcpy(h, k->in[q].data, nb, cudaMemcpyDeviceToHost));
+        if (nb) BD_CUDA_TRY(e, cudaMemcpy(h, k->in[q].data, nb, cudaMemcpyDefault));
         in[q].data = h;
     }
     for (int q = 0; q < k->n_out; q++) {
@@ -120,7 +120,7 @@ braid_status bd_cuda_host_launch(cuda_state *s, bd_cuda_kernel *k)
         if (!dev && nb) BD_TRY(run_alloc(s, &dev, nb, e));
         /* On the node's stream, which its consumers follow (their events
          * are recorded on it after this node). */
-        if (nb) BD_CUDA_TRY(e, cudaMemcpyAsync(dev, out[q].data, nb, cudaMemcpyHostToDevice, k->stream));
+        if (nb) BD_CUDA_TRY(e, cudaMemcpyAsync(dev, out[q].data, nb, cudaMemcpyDefault, k->stream));
         k->out[q] = out[q];
         k->out[q].data = dev;
     }

@@ -600,9 +600,9 @@ braid_status bd_cuda_plan_run(void *state, bd_prepared *p, const bd_tensor *inpu
     cuda_plan *cp = p->bstate;
     int S = p->plan.n_streams;
     walk w = {.s = s, .p = p, .cp = cp};
-    if (S < 1) return BRAID_OK; /* nothing to run: every output is a constant or an input */
     BD_CUDA_TRY(e, cudaSetDevice(s->device));
     if (!p->prev) bd_cuda_host_reset(s); /* a top-level run starts: the last one's host values go */
+    if (S < 1) return BRAID_OK; /* nothing to run: every output is a constant or an input */
     cudaStream_t s0 = s->streams[0].s;
     {
         cudaError_t pending = cudaPeekAtLastError();
