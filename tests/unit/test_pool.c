@@ -106,7 +106,9 @@ static void attr_float(test_node *t, const char *name, float v)
  * threads) against a brute-force max over each window's taps inside the
  * input, on random data with 2 x 3 planes: 1-D, 2-D and 3-D windows, the
  * SPP windows of YOLO necks (5, 9, 13 on 13x13, stride 1, "same" pads),
- * strides, dilations, asymmetric pads and ceil_mode, on 1 and 2 threads.
+ * strides, dilations, asymmetric pads and ceil_mode, the unit-stride
+ * pools whose output rows are as wide as the input's (the whole-plane
+ * path: odd widths, asymmetric and row-only pads), on 1 and 2 threads.
  * Tolerance 0: a max is one of its inputs. */
 static void maxpool_vs_reference(void)
 {
@@ -124,6 +126,13 @@ static void maxpool_vs_reference(void)
         {2, {6, 6}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, 0},
         {1, {20}, {4}, {3}, {1}, {1}, {2}, 0},
         {3, {5, 6, 7}, {3, 2, 3}, {2, 1, 2}, {1, 1, 1}, {1, 0, 1}, {1, 1, 1}, 0},
+        /* unit strides, output rows as wide as the input's: the whole-plane path */
+        {2, {7, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0},
+        {2, {9, 9}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 0},
+        {2, {6, 12}, {3, 5}, {1, 1}, {1, 1}, {1, 2}, {1, 2}, 0},
+        {2, {5, 17}, {5, 3}, {1, 1}, {1, 1}, {0, 1}, {0, 1}, 0},
+        {1, {20}, {5}, {1}, {1}, {2}, {2}, 0},
+        {3, {1, 8, 8}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, 0},
     };
     uint64_t r = 12345;
     for (size_t c = 0; c < sizeof cfg / sizeof *cfg; c++) {

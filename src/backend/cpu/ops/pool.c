@@ -36,8 +36,10 @@ static void fill_axis(axis_tab *t, int64_t out, int64_t L, int64_t k, int64_t s,
 
 /* MaxPool without Indices, planes [b, e): per output row, the window's rows
  * reduced into the plane's own W-long row of tmp (one vectorized pass per
- * input row), then each output the max of its columns there. A window's
- * taps so meet in column-major order (a row's first NaN stays, as in the
+ * input row), then each output the max of its columns there: the run of
+ * outputs whose windows lie wholly inside the row tap by tap over the run
+ * (vectorized), the others one by one. A window's taps so meet in
+ * column-major order either way (a row's first NaN stays, as in the
  * interior path this generalizes); no output reads an input twice per row. */
 typedef struct max_job {
     const axis_tab *t;
@@ -45,16 +47,88 @@ typedef struct max_job {
     float *y, *tmp;          /* tmp: (planes, W) */
     int64_t H, W, O[3], dd, dh, dw, isz, osz;
     int64_t c0, c1;          /* the input columns some window reads */
+    int64_t lo, hi, KW, sw;  /* output columns [lo, hi): windows wholly inside the row (KW taps, sw apart) */
+    int64_t KH;
+    int flat;                /* max_plane_flat applies */
 } max_job;
 
-static void max_planes(void *ctx, int64_t b, int64_t e)
+/* One plane of a 2-D MaxPool with unit strides and dilations whose output
+ * rows are as wide as the input's (the 'same' pools of Inception and SPPF):
+ * the rows' maxima for every output row into v (OH x W), the rows whose
+ * windows lie wholly inside the plane in one pass per tap over all of them,
+ * then the columns' in one pass per tap over the whole plane read as one
+ * row, and the outputs whose windows cross a row's ends redone one by one.
+ * The taps meet in the same order as max_planes' (bitwise the same). */
+static BD_CLONES void max_plane_flat(const max_job *j, const float *xp, float *yp, float *v)
+{
+    const axis_tab *t = j->t;
+    const int64_t W = j->W, OH = j->O[1], KH = j->KH, KW = j->KW;
+    int64_t rlo = 0, rhi;
+    while (rlo < OH && t[1].count[rlo] != KH) rlo++;
+    for (rhi = rlo; rhi < OH && t[1].count[rhi] == KH; rhi++) {}
+    if (rhi > rlo) { /* rows rlo..rhi: every window row inside, t[1].first[oh] = oh - pad */
+        const int64_t n = (rhi - rlo) * W;
+        const float *base = xp + t[1].first[rlo] * W;
+        float *vr = v + rlo * W;
+        memcpy(vr, base, (size_t)n * sizeof *vr);
+        for (int64_t a = 1; a < KH; a++) {
+            const float *row = base + a * W;
+            for (int64_t i = 0; i < n; i++) vr[i] = row[i] > vr[i] ? row[i] : vr[i];
+        }
+    }
+    for (int64_t oh = 0; oh < OH; oh++) {
+        if (oh >= rlo && oh < rhi) continue;
+        const int64_t fh = t[1].first[oh], ch = t[1].count[oh];
+        float *vr = v + oh * W;
+        if (!ch) continue;
+        memcpy(vr, xp + fh * W, (size_t)W * sizeof *vr);
+        for (int64_t a = 1; a < ch; a++) {
+            const float *row = xp + (fh + a) * W;
+            for (int64_t i = 0; i < W; i++) vr[i] = row[i] > vr[i] ? row[i] : vr[i];
+        }
+    }
+    /* Columns: output i of the plane read as one row reads v[i + off + c]. */
+    const int64_t lo = j->lo, hi = j->hi, off = t[2].first[lo] - lo, n = (OH - 1) * W + hi - lo;
+    float *yi = yp + lo;
+    const float *s0 = v + lo + off;
+    memcpy(yi, s0, (size_t)n * sizeof *yi);
+    for (int64_t c = 1; c < KW; c++) {
+        const float *src = s0 + c;
+        for (int64_t i = 0; i < n; i++) yi[i] = src[i] > yi[i] ? src[i] : yi[i];
+    }
+    for (int64_t oh = 0; oh < OH; oh++) {
+        float *yr = yp + oh * W;
+        const float *vr = v + oh * W;
+        if (!t[1].count[oh]) {
+            for (int64_t ow = 0; ow < W; ow++) yr[ow] = -FLT_MAX;
+            continue;
+        }
+        for (int64_t ow = 0; ow < W; ow++) {
+            if (ow == lo) ow = hi;
+            if (ow >= W) break;
+            const int64_t cw = t[2].count[ow];
+            if (!cw) { yr[ow] = -FLT_MAX; continue; }
+            const float *src = vr + t[2].first[ow];
+            float m = src[0];
+            for (int64_t c = 1; c < cw; c++) m = src[c] > m ? src[c] : m;
+            yr[ow] = m;
+        }
+    }
+}
+
+static BD_CLONES void max_planes(void *ctx, int64_t b, int64_t e)
 {
     const max_job *j = ctx;
     const axis_tab *t = j->t;
     const int64_t H = j->H, W = j->W, dw = j->dw;
+    float *v = j->flat ? bd_malloc((size_t)(j->O[1] * W) * sizeof *v + 1) : NULL; /* NULL: the row path */
     for (int64_t pl = b; pl < e; pl++) {
         const float *xp = j->x + pl * j->isz;
         float *yp = j->y + pl * j->osz, *tmp = j->tmp + pl * W;
+        if (v) {
+            max_plane_flat(j, xp, yp, v);
+            continue;
+        }
         for (int64_t od = 0; od < j->O[0]; od++) {
             const int64_t fd = t[0].first[od], cd = t[0].count[od];
             for (int64_t oh = 0; oh < j->O[1]; oh++) {
@@ -72,6 +146,26 @@ static void max_planes(void *ctx, int64_t b, int64_t e)
                             for (int64_t c = j->c0; c < j->c1; c++) tmp[c] = row[c] > tmp[c] ? row[c] : tmp[c];
                     }
                 for (int64_t ow = 0; ow < j->O[2]; ow++) {
+                    if (ow == j->lo) { /* whole windows: tap by tap over the run, vectorized */
+                        const int64_t nw = j->hi - j->lo, sw = j->sw;
+                        const float *s0 = tmp + t[2].first[ow];
+                        float *yi = yr + ow;
+                        if (sw == 1) {
+                            memcpy(yi, s0, (size_t)nw * sizeof *yi);
+                            for (int64_t c = 1; c < j->KW; c++) {
+                                const float *src = s0 + c * dw;
+                                for (int64_t i = 0; i < nw; i++) yi[i] = src[i] > yi[i] ? src[i] : yi[i];
+                            }
+                        } else {
+                            for (int64_t i = 0; i < nw; i++) yi[i] = s0[i * sw];
+                            for (int64_t c = 1; c < j->KW; c++) {
+                                const float *src = s0 + c * dw;
+                                for (int64_t i = 0; i < nw; i++) yi[i] = src[i * sw] > yi[i] ? src[i * sw] : yi[i];
+                            }
+                        }
+                        ow = j->hi - 1;
+                        continue;
+                    }
                     const int64_t cw = t[2].count[ow];
                     if (!cw) { yr[ow] = -FLT_MAX; continue; }
                     const float *src = tmp + t[2].first[ow];
@@ -82,6 +176,7 @@ static void max_planes(void *ctx, int64_t b, int64_t e)
             }
         }
     }
+    bd_free(v);
 }
 
 /* The fp32 window pools, planes [begin, end) of (N x C), each plane by one
@@ -261,7 +356,13 @@ static braid_status window_pool(const bd_kernel *k)
     int64_t *ind = n->op == BD_OP_MaxPool && k->n_out > 1 ? k->out[1].data : NULL; /* may be NULL */
     const int avg = n->op == BD_OP_AveragePool;
     if (!avg && !ind) { /* MaxPool: every column through the reduced rows, planes on the threads */
-        max_job j = {t, x, y, NULL, H, W, {O[0], O[1], O[2]}, dd, dh, dw, isz, osz, W, 0};
+        max_job j = {t, x, y, NULL, H, W, {O[0], O[1], O[2]}, dd, dh, dw, isz, osz, W, 0, 0, 0, K[2], S[2]};
+        while (j.lo < O[2] && t[2].count[j.lo] != K[2]) j.lo++;
+        for (j.hi = j.lo; j.hi < O[2] && t[2].count[j.hi] == K[2]; j.hi++) {}
+        if (j.hi - j.lo < 4) j.lo = j.hi = O[2]; /* too few to pay: the per-output loop */
+        j.KH = K[1];
+        j.flat = O[0] == 1 && K[0] == 1 && t[0].count[0] == 1 && t[0].first[0] == 0 && S[1] == 1 && dh == 1 && S[2] == 1 && dw == 1 && O[2] == W &&
+                 j.hi > j.lo;
         for (int64_t ow = 0; ow < O[2]; ow++)
             if (t[2].count[ow] > 0) {
                 j.c0 = BD_MIN(j.c0, t[2].first[ow]);
