@@ -1,6 +1,6 @@
 /* test_conv_fast.c: Conv's vector kernels (ops/conv.c: the implicit GEMM over
  * the padded, phase-split input, and the depthwise loop; ops/convdirect.c:
- * the direct kernel, row and flat mode) at each level the
+ * the direct kernel, row and flat mode; ops/convdw.c: depthwise 3x3 and 5x5) at each level the
  * CPU offers (AVX-512, AVX2, and 0: im2col + SGEMM), against a naive
  * double-precision loop: 1-D, 2-D and 3-D, strides, dilations, asymmetric
  * pads, groups, depthwise with a multiplier, one input channel, sizes that
@@ -139,6 +139,10 @@ static const ccase cases[] = {
     {2, 1, 3, 10, 1, {17, 24}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, "direct: 1x1 stride 2 (even columns)"},
     {2, 2, 3, 16, 1, {30, 31}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 1}, "direct: 3 -> 16 stride 2, odd width"},
     {2, 1, 7, 5, 1, {6, 20}, {2, 3}, {1, 1}, {1, 1}, {1, 0}, {0, 0}, "direct row mode: stride 1, OW != W"},
+    {2, 2, 6, 12, 6, {21, 100}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "depthwise 3x3, 100 columns (7 strips), x2"},
+    {2, 1, 4, 4, 4, {37, 45}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {1, 2}, "depthwise 5x5 stride 2, 45 columns"},
+    {2, 1, 3, 3, 3, {19, 17}, {3, 3}, {2, 1}, {1, 1}, {0, 1}, {1, 1}, "depthwise 3x3 stride (2, 1)"},
+    {2, 1, 2, 2, 2, {6, 7}, {5, 5}, {1, 2}, {1, 1}, {3, 0}, {0, 3}, "depthwise 5x5, pads past the input"},
     {2, 1, 0, 0, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "no channels"},
     {2, 1, 0, 3, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "no input channels: the bias alone"},
     {2, 0, 3, 4, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "no images"},

@@ -2,7 +2,8 @@
  * AVX-512, as the direct NCHW kernel of convdirect.c where it takes the
  * shape; otherwise, on CPUs with AVX2 or AVX-512, as an implicit GEMM over a
  * padded, stride-phase-split copy of the input with its own microkernels (a
- * direct vector loop when each group has one input channel); elsewhere as
+ * direct vector loop when each group has one input channel, or convdw.c's
+ * for depthwise 3x3 and 5x5 on AVX-512); elsewhere as
  * im2col + SGEMM (1x1 stride-1 unpadded: SGEMM straight on the input), with
  * a scalar direct loop for depthwise. ConvTranspose runs as SGEMM + col2im.
  * 1-D and 2-D are handled as 3-D with leading unit dims. float16 and
@@ -927,6 +928,7 @@ static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const
     pg_job j = {k, g, &p, p.copy && !dw ? buf : x, wt, bias, z, off, w, y, NULL, kk, mg, mb, qblocks, 1, 1, lvl};
     int64_t per_task = (dw ? 1 : mb * PG_MR) * PG_QB * BD_MAX(kk, (int64_t)1);
     int64_t min_tasks = BD_MAX((int64_t)1, (int64_t)PG_MIN_WORK / per_task);
+    if (dw && lvl == 2 && bd_conv_dw(k, g, w)) goto fail; /* convdw.c: done */
     if (dw && conv_dwd(k, g, w, lvl)) goto fail; /* done */
     if (dw) { /* enough tasks for the threads, with output channels of one input plane together */
         int64_t th = BD_MAX(k->threads, 1), planes = g->n * g->c_in;
