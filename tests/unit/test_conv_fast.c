@@ -1,5 +1,6 @@
 /* test_conv_fast.c: Conv's vector kernels (ops/conv.c: the implicit GEMM over
- * the padded, phase-split input, and the depthwise loop) at each level the
+ * the padded, phase-split input, and the depthwise loop; ops/convdirect.c:
+ * the direct kernel, row and flat mode; ops/convdw.c: depthwise 3x3 and 5x5) at each level the
  * CPU offers (AVX-512, AVX2, and 0: im2col + SGEMM), against a naive
  * double-precision loop: 1-D, 2-D and 3-D, strides, dilations, asymmetric
  * pads, groups, depthwise with a multiplier, one input channel, sizes that
@@ -130,6 +131,18 @@ static const ccase cases[] = {
     {1, 1, 4, 6, 2, {61}, {3}, {3}, {2}, {1}, {0}, "1-D grouped, stride 3, dilation 2"},
     {3, 1, 3, 5, 1, {6, 7, 9}, {3, 3, 3}, {1, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 0, 1}, "3-D 3x3x3"},
     {3, 1, 4, 4, 4, {5, 6, 7}, {3, 1, 3}, {2, 1, 1}, {1, 1, 2}, {1, 0, 2}, {1, 0, 2}, "3-D depthwise"},
+    {2, 2, 5, 13, 1, {9, 70}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, "direct: stride 2, 35 columns (3 vectors a row)"},
+    {2, 1, 6, 9, 3, {12, 40}, {3, 5}, {1, 1}, {2, 2}, {2, 4}, {2, 4}, "direct flat: grouped, dilated, same pads"},
+    {2, 2, 4, 12, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "direct flat: 49 outputs, tiles of 2 + 2"},
+    {2, 1, 4, 11, 1, {10, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "direct flat: 100 outputs, tiles 3 + 2 + 2"},
+    {2, 1, 5, 8, 1, {13, 13}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, "direct flat: 5x5 on 13x13"},
+    {2, 1, 3, 10, 1, {17, 24}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, "direct: 1x1 stride 2 (even columns)"},
+    {2, 2, 3, 16, 1, {30, 31}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 1}, "direct: 3 -> 16 stride 2, odd width"},
+    {2, 1, 7, 5, 1, {6, 20}, {2, 3}, {1, 1}, {1, 1}, {1, 0}, {0, 0}, "direct row mode: stride 1, OW != W"},
+    {2, 2, 6, 12, 6, {21, 100}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "depthwise 3x3, 100 columns (7 strips), x2"},
+    {2, 1, 4, 4, 4, {37, 45}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {1, 2}, "depthwise 5x5 stride 2, 45 columns"},
+    {2, 1, 3, 3, 3, {19, 17}, {3, 3}, {2, 1}, {1, 1}, {0, 1}, {1, 1}, "depthwise 3x3 stride (2, 1)"},
+    {2, 1, 2, 2, 2, {6, 7}, {5, 5}, {1, 2}, {1, 1}, {3, 0}, {0, 3}, "depthwise 5x5, pads past the input"},
     {2, 1, 0, 0, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "no channels"},
     {2, 1, 0, 3, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "no input channels: the bias alone"},
     {2, 0, 3, 4, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "no images"},
@@ -200,15 +213,17 @@ static void test_epilogues(void)
  * and 3 threads at each level. */
 static void test_threads_bitwise(void)
 {
-    const ccase big[5] = {
+    const ccase big[7] = {
         {2, 1, 16, 16, 1, {64, 64}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "GEMM 16->16 64x64"},
+        {2, 3, 16, 36, 1, {32, 32}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "direct flat 16->36, 3 images"},
+        {2, 1, 3, 16, 1, {224, 224}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, "direct 3->16 stride 2 224x224"},
         {2, 1, 64, 64, 64, {96, 96}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "depthwise 64 96x96"},
         {2, 1, 1, 16, 1, {128, 128}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "one channel 1->16 128x128"},
         {2, 1, 512, 512, 512, {28, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "depthwise 512 28x28 (direct)"},
         {2, 1, 2048, 2048, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, "1x1 2048->2048 on 1x1 (dot products)"},
     };
     unsigned seed = 9;
-    for (int ci = 0; ci < 5; ci++) {
+    for (int ci = 0; ci < 7; ci++) {
         const ccase *c = &big[ci];
         int64_t nx = c->n * c->c * c->x[0] * c->x[1], nw = c->m * (c->c / c->group) * 9;
         float *x = randn(nx, &seed), *w = randn(nw, &seed), *b = randn(c->m, &seed);

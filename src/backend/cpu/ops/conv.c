@@ -1,17 +1,21 @@
-/* conv.c: CPU kernels of the conv op family. Conv runs, on CPUs with AVX2
- * or AVX-512, as an implicit GEMM over a padded, stride-phase-split copy of
- * the input with its own microkernels (a direct vector loop when each group
- * has one input channel); elsewhere as im2col + SGEMM (1x1 stride-1
- * unpadded: SGEMM straight on the input), with a scalar direct loop for
- * depthwise. ConvTranspose runs as
- * SGEMM + col2im. 1-D and 2-D are handled as 3-D with leading unit dims.
- * float16 and bfloat16 run the float32 kernels on widened copies and round
- * the output once. */
+/* conv.c: CPU kernels of the conv op family. Conv runs, on CPUs with
+ * AVX-512, as the direct NCHW kernel of convdirect.c where it takes the
+ * shape; otherwise, on CPUs with AVX2 or AVX-512, as an implicit GEMM over a
+ * padded, stride-phase-split copy of the input with its own microkernels (a
+ * direct vector loop when each group has one input channel, or convdw.c's
+ * for depthwise 3x3 and 5x5 on AVX-512); elsewhere as
+ * im2col + SGEMM (1x1 stride-1 unpadded: SGEMM straight on the input), with
+ * a scalar direct loop for depthwise. ConvTranspose runs as SGEMM + col2im.
+ * 1-D and 2-D are handled as 3-D with leading unit dims. float16 and
+ * bfloat16 run the float32 kernels on widened copies and round the output
+ * once. */
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/parallel.h"
 #include "backend/cpu/sgemm.h"
 #include "ops/conv.h"
 #include "convwin.h"
+#include "convepi.h"
+#include "convdirect.h"
 #include "fbuf.h"
 
 #include <cblas.h>
@@ -438,67 +442,6 @@ __attribute__((target("avx2"))) static void pscatter(const pgeo *p, const float 
         i += seg, ow = 0;
         if (++oh == p->ph[1]) oh = 0, od++;
     }
-}
-
-/* pg_exp8 and pg_epi8 in 16 lanes (AVX-512: masked loads and stores of
- * the tails, where AVX2's vmaskmovps is slow on AMD's cores). */
-__attribute__((target("avx512f"))) static inline __m512 pg_exp16(__m512 x)
-{
-    const __m512 magic = _mm512_set1_ps(12582912.0f), lo = _mm512_set1_ps(-104.0f), hi = _mm512_set1_ps(89.0f);
-    x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), x, lo);
-    x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), x, hi);
-    __m512 t = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), magic);
-    __m512i n = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(magic));
-    __m512 nf = _mm512_sub_ps(t, magic);
-    __m512 r = _mm512_sub_ps(x, _mm512_mul_ps(nf, _mm512_set1_ps(0.693359375f)));
-    r = _mm512_sub_ps(r, _mm512_mul_ps(nf, _mm512_set1_ps(-2.12194440e-4f)));
-    __m512 q = _mm512_set1_ps(1.9875691500e-4f);
-    q = _mm512_add_ps(_mm512_mul_ps(q, r), _mm512_set1_ps(1.3981999507e-3f));
-    q = _mm512_add_ps(_mm512_mul_ps(q, r), _mm512_set1_ps(8.3334519073e-3f));
-    q = _mm512_add_ps(_mm512_mul_ps(q, r), _mm512_set1_ps(4.1665795894e-2f));
-    q = _mm512_add_ps(_mm512_mul_ps(q, r), _mm512_set1_ps(1.6666665459e-1f));
-    q = _mm512_add_ps(_mm512_mul_ps(q, r), _mm512_set1_ps(5.0000001201e-1f));
-    q = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(q, r), r), r), _mm512_set1_ps(1.0f));
-    __m512i n1 = _mm512_srai_epi32(_mm512_add_epi32(n, _mm512_srli_epi32(n, 31)), 1), n2 = _mm512_sub_epi32(n, n1);
-    const __m512i bias = _mm512_set1_epi32(127);
-    __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
-    __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
-    return _mm512_mul_ps(_mm512_mul_ps(q, s1), s2);
-}
-
-__attribute__((target("avx512f"))) static inline __m512 pg_epi16(__m512 v, __m512 bias, const float *z, __mmask16 mask,
-                                                                int act, __m512 aa, __m512 ab, int res)
-{
-    const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
-    v = _mm512_add_ps(v, bias);
-    if (res == BD_RES_PRE) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, z));
-    switch (act) {
-    case BD_ACT_RELU: v = _mm512_max_ps(v, zero); break; /* NaN -> 0, as v > 0 ? v : 0 */
-    case BD_ACT_LEAKY: v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GE_OQ), _mm512_mul_ps(v, aa), v); break;
-    case BD_ACT_CLIP:
-        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, aa, _CMP_LT_OQ), v, aa);
-        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, ab, _CMP_GT_OQ), v, ab);
-        break;
-    case BD_ACT_HSIGMOID:
-    case BD_ACT_HSWISH: {
-        __m512 u = act == BD_ACT_HSWISH ? _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps((float)(1.0 / 6.0))),
-                                                          _mm512_set1_ps(0.5f))
-                                        : _mm512_add_ps(_mm512_mul_ps(aa, v), ab);
-        u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, zero, _CMP_LT_OQ), u, zero);
-        u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, one, _CMP_GT_OQ), u, one);
-        v = act == BD_ACT_HSWISH ? _mm512_mul_ps(v, u) : u;
-        break;
-    }
-    case BD_ACT_SIGMOID:
-    case BD_ACT_SILU: {
-        __m512 sg = _mm512_div_ps(one, _mm512_add_ps(one, pg_exp16(_mm512_sub_ps(zero, v))));
-        v = act == BD_ACT_SILU ? _mm512_mul_ps(v, sg) : sg;
-        break;
-    }
-    default: break;
-    }
-    if (res == BD_RES_POST) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, z));
-    return v;
 }
 
 /* pscatter in 16 lanes. */
@@ -970,6 +913,7 @@ static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const
     int64_t mb = BD_CEIL_DIV(mg, (int64_t)PG_MR), dw = cg == 1;
     *done = 1;
     if (bd_numel(&k->out[0]) == 0) return BRAID_OK;
+    if (lvl == 2 && !dw && p.q > PG_DOT_MAX_Q && bd_conv_direct(k, g, w)) return BRAID_OK; /* convdirect.c */
     off = bd_malloc((size_t)BD_MAX(kk, (int64_t)1) * sizeof *off);
     BD_CHECK_ALLOC(k->err, off);
     pgeo_offsets(w, &p, cg, off);
@@ -984,6 +928,7 @@ static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const
     pg_job j = {k, g, &p, p.copy && !dw ? buf : x, wt, bias, z, off, w, y, NULL, kk, mg, mb, qblocks, 1, 1, lvl};
     int64_t per_task = (dw ? 1 : mb * PG_MR) * PG_QB * BD_MAX(kk, (int64_t)1);
     int64_t min_tasks = BD_MAX((int64_t)1, (int64_t)PG_MIN_WORK / per_task);
+    if (dw && lvl == 2 && bd_conv_dw(k, g, w)) goto fail; /* convdw.c: done */
     if (dw && conv_dwd(k, g, w, lvl)) goto fail; /* done */
     if (dw) { /* enough tasks for the threads, with output channels of one input plane together */
         int64_t th = BD_MAX(k->threads, 1), planes = g->n * g->c_in;

@@ -1,0 +1,17 @@
+/* convdirect.h: the direct NCHW convolution kernels of convdirect.c and
+ * convdw.c (AVX-512), called by conv.c for the 1-D and 2-D convolutions
+ * they take. */
+#ifndef BD_CPU_CONVDIRECT_H
+#define BD_CPU_CONVDIRECT_H
+
+#include "backend/cpu/cpu_ops.h"
+#include "convwin.h"
+
+/* Runs convolution k (geometry g, window w) when this kernel takes it and
+ * the CPU has AVX-512; returns 1 when done, 0 when the caller must run it. */
+int bd_conv_direct(const bd_kernel *k, const bd_conv_geom *g, const win3 *w);
+
+/* The depthwise 3x3 and 5x5 kernel of convdw.c, the same way. */
+int bd_conv_dw(const bd_kernel *k, const bd_conv_geom *g, const win3 *w);
+
+#endif /* BD_CPU_CONVDIRECT_H */
