@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/sgemm.h"
 #include "panel.h"
 #include "util/dtype.h"
 #include "vmath.h"
@@ -149,7 +150,12 @@ static void gemm_nt(const rnn_run *u, int64_t M, int64_t N, int64_t K, const voi
         return;
     }
     int threads = M * N * K >= PAR_MACS ? u->k->threads : 1;
-    if (M <= GEMV_ROWS) {
+    /* A few rows against B^T: braid's dot-product kernel (bd_sgemm) where the
+     * CPU has one, which reads B once; OpenBLAS's GEMV of a Prescott core took
+     * 14 us of a 384 x 128 product (akiki_vad's input projection). */
+    if (u->real == BRAID_DTYPE_FLOAT && bd_sgemm_cpu_kernel() != BD_SGEMM_OPENBLAS) {
+        bd_sgemm(threads, 0, 1, M, N, K, 1.0f, a, K, b, K, 0.0f, c, ldc);
+    } else if (M <= GEMV_ROWS) {
         gemv_job j = {u, M, N, K, ldc, a, b, c};
         bd_parallel_for(threads, BD_CEIL_DIV(N, GEMV_BLOCK), 1, gemv_cols, &j);
     } else if (u->real == BRAID_DTYPE_FLOAT) {
@@ -182,7 +188,10 @@ static void gemm_rt(const rnn_run *u, int64_t M, int64_t N, const void *a, const
     int64_t K = u->H;
     if (M == 0 || N == 0) return;
     int threads = M * N * K >= PAR_MACS ? u->k->threads : 1;
-    if (M <= GEMV_ROWS) {
+    /* braid's kernel reads a few rows' B in place (nothing packed). */
+    if (u->real == BRAID_DTYPE_FLOAT && bd_sgemm_kernel() != BD_SGEMM_OPENBLAS) {
+        bd_sgemm(threads, 0, 0, M, N, K, 1.0f, a, K, rt, u->GH, 0.0f, c, ldc);
+    } else if (M <= GEMV_ROWS) {
         gemv_job j = {u, M, N, K, ldc, a, rt, c};
         bd_parallel_for(threads, BD_CEIL_DIV(N, GEMV_BLOCK), 1, gemv_t_cols, &j);
     } else if (u->real == BRAID_DTYPE_FLOAT) {
