@@ -7,6 +7,9 @@
  *                 or    Mul(Mul(X, Clip(Add(X, 3), 0, 6)), 1/6)
  *                 or    Mul(X, HardSigmoid(X)) with alpha 1/6, beta 1/2
  *   Swish(X)      from  Mul(X, Sigmoid(X))                       (SiLU)
+ *   Gelu(X)       from  Mul(X, Mul(Add(Erf(Div(X, sqrt 2)), 1), 0.5))
+ *                 or    Mul(Mul(X, 0.5), Add(Erf(...), 1)), Mul(Mul(X, Add(Erf(...), 1)), 0.5),
+ *                       Erf's argument also Mul(X, 1/sqrt 2)      (PyTorch's exact GELU)
  *
  * Operands may come in either order where the op commutes. Every
  * intermediate must have exactly one reader and not be a graph output, and
@@ -78,6 +81,59 @@ static int x_times_relu6(const fa_ctx *c, int v, int chain[3])
     return -1;
 }
 
+/* Add(Erf(Div(X, sqrt 2) or Mul(X, 1/sqrt 2)), 1) made v: returns X, or -1;
+ * chain gets its three nodes. */
+static int one_plus_erf(const fa_ctx *c, int v, int chain[3])
+{
+    bd_node *ad = sole(c, v);
+    if (!ad || ad->op != BD_OP_Add || ad->n_in != 2) return -1;
+    for (int s = 0; s < 2; s++) {
+        if (!const_is(c->g, ad->in[1 - s], 1.0f)) continue;
+        bd_node *er = sole(c, ad->in[s]);
+        if (!er || er->op != BD_OP_Erf || er->n_in != 1) continue;
+        bd_node *sc = sole(c, er->in[0]);
+        if (!sc || sc->n_in != 2) continue;
+        int x = -1;
+        if (sc->op == BD_OP_Div && const_is(c->g, sc->in[1], 1.41421356f)) x = sc->in[0];
+        else if (sc->op == BD_OP_Mul && const_is(c->g, sc->in[1], 0.70710678f)) x = sc->in[0];
+        else if (sc->op == BD_OP_Mul && const_is(c->g, sc->in[0], 0.70710678f)) x = sc->in[1];
+        if (x < 0) continue;
+        chain[0] = node_index(c, ad), chain[1] = node_index(c, er), chain[2] = node_index(c, sc);
+        return x;
+    }
+    return -1;
+}
+
+/* Mul node n (the chain's last) computes GELU(X): returns X, or -1; chain
+ * gets the other four nodes. */
+static int gelu_of(const fa_ctx *c, const bd_node *n, int chain[4])
+{
+    for (int s = 0; s < 2; s++) {
+        int a = n->in[s], b = n->in[1 - s];
+        bd_node *m = sole(c, b);
+        if (!m || m->op != BD_OP_Mul || m->n_in != 2) continue;
+        for (int t = 0; t < 2; t++) {
+            int x;
+            /* Mul(X, Mul(1 + erf, 0.5)) */
+            if (const_is(c->g, m->in[1 - t], 0.5f) && (x = one_plus_erf(c, m->in[t], chain + 1)) >= 0 && x == a) {
+                chain[0] = node_index(c, m);
+                return x;
+            }
+            /* Mul(1 + erf, Mul(X, 0.5)) */
+            if (const_is(c->g, m->in[1 - t], 0.5f) && (x = one_plus_erf(c, a, chain + 1)) >= 0 && x == m->in[t]) {
+                chain[0] = node_index(c, m);
+                return x;
+            }
+            /* Mul(Mul(X, 1 + erf), 0.5) */
+            if (const_is(c->g, a, 0.5f) && (x = one_plus_erf(c, m->in[1 - t], chain + 1)) >= 0 && x == m->in[t]) {
+                chain[0] = node_index(c, m);
+                return x;
+            }
+        }
+    }
+    return -1;
+}
+
 /* Node n becomes op (one input x, no attributes), parsed again. */
 static braid_status become(bd_node *n, int op, const char *op_type, int64_t opset, int x, bd_err *e)
 {
@@ -100,11 +156,13 @@ static braid_status become(bd_node *n, int op, const char *op_type, int64_t opse
 static braid_status try_node(fa_ctx *c, int i, int *fused, bd_err *e)
 {
     bd_node *n = &c->g->nodes[i];
-    int chain[3], x = -1, n_chain = 0, op = 0;
+    int chain[4], x = -1, n_chain = 0, op = 0;
     if (n->n_out != 1 || n->n_in != 2 || (strcmp(n->domain ? n->domain : "", "") != 0)) return BRAID_OK;
     if (n->op == BD_OP_Div && const_is(c->g, n->in[1], 6)) { /* (X * relu6(X + 3)) / 6 */
         x = x_times_relu6(c, n->in[0], chain);
         n_chain = 3, op = BD_OP_HardSwish;
+    } else if (n->op == BD_OP_Mul && (x = gelu_of(c, n, chain)) >= 0) {
+        n_chain = 4, op = BD_OP_Gelu;
     } else if (n->op == BD_OP_Mul) {
         for (int s = 0; s < 2 && x < 0; s++) {
             int other = n->in[1 - s];
@@ -132,6 +190,7 @@ static braid_status try_node(fa_ctx *c, int i, int *fused, bd_err *e)
     if (xv->dtype && xv->dtype != BRAID_DTYPE_FLOAT) return BRAID_OK;
     for (int k = 0; k < n_chain; k++) c->gone[chain[k]] = 1;
     *fused += n_chain;
+    if (op == BD_OP_Gelu) return become(n, op, "Gelu", 20, x, e);
     return op == BD_OP_Swish ? become(n, op, "Swish", 24, x, e) : become(n, op, "HardSwish", 14, x, e);
 }
 

@@ -457,6 +457,28 @@ static void test_cells(void)
                 }
 }
 
+/* Runs of at most 4 steps x batch entries with an R that is not packed at
+ * load read R in place (rnn.c's rdirect): every cell, direction, GRU's
+ * linear_before_reset both ways, with and without sequence_lens. */
+static void test_few_steps(void)
+{
+    char what[160];
+    unsigned seed = 901;
+    for (int cell = 0; cell < 3; cell++)
+        for (int dir = 0; dir < 3; dir++)
+            for (int variant = 0; variant < 3; variant++) {
+                rcase c = {.cell = cell, .direction = dir, .dirs = dir == 2 ? 2 : 1, .seq = variant ? 2 : 1,
+                           .batch = variant == 2 ? 2 : 1, .isz = 5, .H = 7 + variant, .has_b = 1, .has_h0 = 1};
+                c.lbr = variant & 1;
+                c.has_c0 = cell == BD_RNN_LSTM;
+                if (variant == 2) c.has_lens = 1, c.lens[0] = 1, c.lens[1] = 2;
+                fill(&c, seed++);
+                snprintf(what, sizeof what, "few steps: cell %d dir %d variant %d", cell, dir, variant);
+                check_case(&c, BRAID_DTYPE_FLOAT, what);
+                unfill(&c);
+            }
+}
+
 static void test_activation_lists(void)
 {
     static const char *const all[BD_RNN_N_ACTS] = {"Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu",
@@ -824,6 +846,7 @@ int main(void)
     test_quant_rules();
     test_lstm_pasted();
     test_cells();
+    test_few_steps();
     test_activation_lists();
     test_omitted_outputs_and_edges();
     test_rewrite();

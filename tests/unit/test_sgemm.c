@@ -112,7 +112,12 @@ static void test_kernels(void)
 {
     static const int64_t dims[][3] = {{1, 1, 1},   {1, 33, 7},   {5, 17, 3},    {13, 31, 257}, {12, 32, 256},
                                       {25, 65, 300}, {7, 100, 1},  {64, 192, 768}, {37, 600, 40},  {300, 70, 520},
-                                      {2, 48, 513}, {260, 515, 9}};
+                                      {2, 48, 513}, {260, 515, 9},
+                                      /* A read in place with every row remainder (m % 12 of 1 to 11:
+                                       * the 4-, 8- and 12-row edge kernels), B in place (ldb <= 400)
+                                       * and packed */
+                                      {20, 40, 50}, {23, 450, 70}, {16, 33, 260}, {27, 64, 31}, {250, 130, 600},
+                                      {14, 401, 17}, {21, 96, 40}, {30, 399, 300}, {19, 500, 12}};
     static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, 1.0f}, {-2.0f, 0.25f}};
     int best = bd_sgemm_cpu_kernel();
     for (int kern = BD_SGEMM_OPENBLAS; kern <= best; kern++) {

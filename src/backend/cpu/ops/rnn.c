@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/sgemm.h"
 #include "panel.h"
 #include "util/dtype.h"
 #include "vmath.h"
@@ -56,6 +57,8 @@ typedef struct rnn_run {
     void *xc, *wc;          /* X, W[d] converted (float16, bfloat16), else NULL */
     void *rtc;              /* R[d]^T (H, GH) made here (R not transposed at load, or converted), else NULL */
     const void *x, *w, *rt; /* what the GEMMs read: X, W[d] (GH, isz), R[d]^T (H, GH) */
+    const float *rd;        /* R[d] (GH, H) itself, read in place by the step product (rdirect) */
+    int rdirect;            /* float R not transposed nor packed at load, few steps: products of R^T in place */
     const float *pk;        /* R[d]^T in panels (ops/rnn.h), when the step product uses them */
     float *pks;             /* scratch for them when R was not packed at load */
     int panels;             /* the step product uses panels */
@@ -149,7 +152,12 @@ static void gemm_nt(const rnn_run *u, int64_t M, int64_t N, int64_t K, const voi
         return;
     }
     int threads = M * N * K >= PAR_MACS ? u->k->threads : 1;
-    if (M <= GEMV_ROWS) {
+    /* A few rows against B^T: braid's dot-product kernel (bd_sgemm) where the
+     * CPU has one, which reads B once; OpenBLAS's GEMV of a Prescott core took
+     * 14 us of a 384 x 128 product (akiki_vad's input projection). */
+    if (u->real == BRAID_DTYPE_FLOAT && bd_sgemm_cpu_kernel() != BD_SGEMM_OPENBLAS) {
+        bd_sgemm(threads, 0, 1, M, N, K, 1.0f, a, K, b, K, 0.0f, c, ldc);
+    } else if (M <= GEMV_ROWS) {
         gemv_job j = {u, M, N, K, ldc, a, b, c};
         bd_parallel_for(threads, BD_CEIL_DIV(N, GEMV_BLOCK), 1, gemv_cols, &j);
     } else if (u->real == BRAID_DTYPE_FLOAT) {
@@ -182,7 +190,10 @@ static void gemm_rt(const rnn_run *u, int64_t M, int64_t N, const void *a, const
     int64_t K = u->H;
     if (M == 0 || N == 0) return;
     int threads = M * N * K >= PAR_MACS ? u->k->threads : 1;
-    if (M <= GEMV_ROWS) {
+    /* braid's kernel reads a few rows' B in place (nothing packed). */
+    if (u->real == BRAID_DTYPE_FLOAT && bd_sgemm_kernel() != BD_SGEMM_OPENBLAS) {
+        bd_sgemm(threads, 0, 0, M, N, K, 1.0f, a, K, rt, u->GH, 0.0f, c, ldc);
+    } else if (M <= GEMV_ROWS) {
         gemv_job j = {u, M, N, K, ldc, a, rt, c};
         bd_parallel_for(threads, BD_CEIL_DIV(N, GEMV_BLOCK), 1, gemv_t_cols, &j);
     } else if (u->real == BRAID_DTYPE_FLOAT) {
@@ -426,6 +437,13 @@ static void recur(rnn_run *u, int phase)
         } else panel_product(u, u->h, 0, GH);
         return;
     }
+    if (u->rdirect) { /* S = h R^T with R (GH, H): A B^T */
+        if (u->p->cell == BD_RNN_GRU && !u->cell.linear_before_reset) {
+            if (phase == 1) gemm_nt(u, u->batch, 2 * H, H, u->h, u->rd, u->s, GH);
+            else gemm_nt(u, u->batch, H, H, u->rh, u->rd + 2 * H * H, (float *)u->s + 2 * H, GH);
+        } else gemm_nt(u, u->batch, GH, H, u->h, u->rd, u->s, GH);
+        return;
+    }
     const char *rt = u->rt;
     if (u->p->cell == BD_RNN_GRU && !u->cell.linear_before_reset) {
         if (phase == 1) gemm_rt(u, u->batch, 2 * H, u->h, rt, u->s, GH);
@@ -507,7 +525,9 @@ static braid_status run_dir(rnn_run *u)
         const bd_tensor *r = &k->in[IN_R];
         if (u->wc) load(u, &k->in[IN_W], d * GH * u->isz, GH * u->isz, u->wc);
         int packed = u->panels && p->pack && r->data == p->pack_of; /* at load */
-        if (!packed && u->rtc && p->r_transposed) load(u, r, d * H * GH, H * GH, u->rtc);
+        u->rd = u->rdirect ? (const float *)r->data + d * GH * H : NULL;
+        if (u->rdirect) {
+        } else if (!packed && u->rtc && p->r_transposed) load(u, r, d * H * GH, H * GH, u->rtc);
         else if (!packed && u->rtc)
             for (int64_t n = 0; n < GH; n++) { /* row n of R[d] is column n of R^T */
                 load(u, r, (d * GH + n) * H, H, u->s);
@@ -517,7 +537,7 @@ static braid_status run_dir(rnn_run *u)
         u->w = u->wc ? u->wc : at(u, k->in[IN_W].data, d * GH * u->isz);
         u->rt = u->rtc ? u->rtc : at(u, r->data, d * H * GH);
         u->pk = NULL;
-        if (u->panels) { /* the step product from panels: packed at load, else here */
+        if (u->panels && !u->rdirect) { /* the step product from panels: packed at load, else here */
             int64_t per = bd_rnn_panels(GH) * H * BD_RNN_PANEL;
             if (packed) u->pk = p->pack + d * per;
             else {
@@ -595,10 +615,18 @@ braid_status bd_cpu_rnn(const bd_kernel *k)
     int panels = u.real == BRAID_DTYPE_FLOAT && !p->quantized && u.batch <= PANEL_ROWS && bd_panel_ok();
     int at_load = panels && p->pack && k->in[IN_R].data == p->pack_of;
     u.panels = panels;
+    /* An R that is not a constant of the graph (an If branch's Unsqueeze of
+     * one: Silero VAD) would be transposed or packed on every run, which
+     * costs more than a few steps' products: those read R in place with
+     * braid's dot-product kernel (bd_sgemm, A B^T) instead. */
+    u.rdirect = u.real == BRAID_DTYPE_FLOAT && !conv && !p->quantized && !p->r_transposed && !at_load &&
+                u.steps * u.batch <= 4 && bd_sgemm_cpu_kernel() != BD_SGEMM_OPENBLAS;
+    if (u.rdirect) panels = 0;
+    u.panels = panels;
     size_t sizes[15] = {(size_t)(rows * GH), (size_t)(u.batch * GH), (size_t)(u.batch * H), (size_t)(u.batch * H),
                         (size_t)(u.batch * H), (size_t)GH, (size_t)H, (size_t)(3 * H),
                         conv ? (size_t)(rows * u.isz) : 0, conv ? (size_t)(GH * u.isz) : 0,
-                        (conv || !p->r_transposed) && !p->quantized && !panels ? (size_t)(GH * H) : 0, 0, 0, 0,
+                        (conv || !p->r_transposed) && !p->quantized && !panels && !u.rdirect ? (size_t)(GH * H) : 0, 0, 0, 0,
                         panels && !at_load ? (size_t)(bd_rnn_panels(GH) * H * BD_RNN_PANEL) : 0};
     if (panels && !at_load && conv) sizes[10] = (size_t)(GH * H); /* float16/bfloat16: R^T converted, then packed */
     size_t bytes[15], total = 0;
