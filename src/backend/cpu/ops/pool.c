@@ -50,6 +50,7 @@ typedef struct max_job {
     int64_t lo, hi, KW, sw;  /* output columns [lo, hi): windows wholly inside the row (KW taps, sw apart) */
     int64_t KH;
     int flat;                /* max_plane_flat applies */
+    int failed;              /* a chunk could not allocate its plane buffer */
 } max_job;
 
 /* One plane of a 2-D MaxPool with unit strides and dilations whose output
@@ -121,7 +122,11 @@ static BD_CLONES void max_planes(void *ctx, int64_t b, int64_t e)
     const max_job *j = ctx;
     const axis_tab *t = j->t;
     const int64_t H = j->H, W = j->W, dw = j->dw;
-    float *v = j->flat ? bd_malloc((size_t)(j->O[1] * W) * sizeof *v + 1) : NULL; /* NULL: the row path */
+    float *v = j->flat ? bd_malloc((size_t)(j->O[1] * W) * sizeof *v + 1) : NULL;
+    if (j->flat && !v) {
+        __atomic_store_n(&((max_job *)ctx)->failed, 1, __ATOMIC_RELAXED); /* reported by window_pool */
+        return;
+    }
     for (int64_t pl = b; pl < e; pl++) {
         const float *xp = j->x + pl * j->isz;
         float *yp = j->y + pl * j->osz, *tmp = j->tmp + pl * W;
@@ -373,6 +378,7 @@ static braid_status window_pool(const bd_kernel *k)
         int64_t work = osz * (K[0] * K[1] + K[2]) + 1;
         bd_parallel_for(k->threads, planes, BD_MAX((int64_t)1, 65536 / work), max_planes, &j);
         bd_free(j.tmp);
+        if (j.failed) st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
         goto fail; /* done */
     }
     wp_job j = {.n = n, .x = x, .y = y, .tmp = tmp, .ind = ind};
