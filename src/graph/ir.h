@@ -117,6 +117,10 @@ braid_status bd_graph_fuse(bd_graph *g, bd_err *e);
 /* Load-time fusions (src/graph/fuse_act.c): HardSwish and Swish written out
  * as chains of elementwise nodes become one node. */
 braid_status bd_graph_fuse_act(bd_graph *g, bd_err *e);
+/* Load-time fusion (src/graph/fuse_affine_in.c): Mul/Add by scalar or
+ * per-channel constants right before a Conv that pads nothing, folded into
+ * its weights and bias. */
+braid_status bd_graph_fuse_affine_in(bd_graph *g, bd_err *e);
 /* Load-time rewrites of recurrent nodes (src/graph/rnn_rewrite.c): each
  * bidirectional LSTM, GRU, RNN or DynamicQuantizeLSTM becomes a forward and
  * a reverse node and the Concats that join their outputs, so that the

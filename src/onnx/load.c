@@ -910,6 +910,7 @@ static braid_status read_graph(load_ctx *c, const Onnx__GraphProto *gp, scope *s
     BD_TRY(bd_graph_rewrite_rnn(g, e));
     BD_TRY(bd_graph_fuse_act(g, e));
     BD_TRY(bd_graph_fuse(g, e));
+    BD_TRY(bd_graph_fuse_affine_in(g, e));
     /* Inputs that feed shape inputs of ops are planned with their values. */
     g->input_shapes = bd_calloc((size_t)g->n_inputs + 1, 1);
     BD_CHECK_ALLOC(e, g->input_shapes);

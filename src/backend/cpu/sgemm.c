@@ -1,5 +1,7 @@
-/* sgemm.c: braid's packed SGEMM (an AVX-512 12 x 32 and an AVX2/FMA 6 x 16
- * microkernel over packed panels of A and B, K in fixed blocks of 256), and
+/* sgemm.c: braid's SGEMM (an AVX-512 12 x 32 and an AVX2/FMA 6 x 16
+ * microkernel, K in fixed blocks of 256; B packed into panels unless its rows
+ * are short, A read in place unless transposed, its last rows by kernels of
+ * fewer rows), and
  * the per-process choice between it and OpenBLAS, made from what OpenBLAS
  * says of itself (openblas_get_corename()) and what the CPU supports. */
 #include "backend/cpu/sgemm.h"
