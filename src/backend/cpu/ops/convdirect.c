@@ -95,16 +95,16 @@ static void dc_flat_vec(const dc_geo *v, int64_t q0, dc_tile *t, int q)
     t->base[q] = q0 - v->p1 * v->W - v->p2;
     t->opos[q] = q0;
     t->st[q] = (__mmask16)(((uint32_t)1 << n) - 1);
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n;) { /* lanes [i, i + seg): one output row's columns [ow, ow + seg) */
+        int64_t seg = BD_MIN(n - i, v->OW - ow);
+        uint32_t lanes = (((uint32_t)1 << seg) - 1) << i;
         for (int64_t kh = 0; kh < v->K1; kh++) {
             int64_t ih = oh - v->p1 + kh * v->d1;
-            rowm[kh] |= (uint32_t)(ih >= 0 && ih < v->H) << i;
+            if (ih >= 0 && ih < v->H) rowm[kh] |= lanes;
         }
-        for (int64_t kw = 0; kw < v->K2; kw++) {
-            int64_t iw = ow - v->p2 + kw * v->d2;
-            colm[kw] |= (uint32_t)(iw >= 0 && iw < v->W) << i;
-        }
-        if (++ow == v->OW) ow = 0, oh++;
+        for (int64_t kw = 0; kw < v->K2; kw++)
+            colm[kw] |= ((uint32_t)dc_lanes(ow - v->p2 + kw * v->d2, v->W) << i) & lanes;
+        i += seg, ow = 0, oh++;
     }
     for (int64_t kh = 0, tap = 0; kh < v->K1; kh++)
         for (int64_t kw = 0; kw < v->K2; kw++, tap++) t->lo[tap][q] = (__mmask16)(rowm[kh] & colm[kw]), t->hi[tap][q] = 0;
