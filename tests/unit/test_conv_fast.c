@@ -143,6 +143,9 @@ static const ccase cases[] = {
     {2, 1, 4, 4, 4, {37, 45}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {1, 2}, "depthwise 5x5 stride 2, 45 columns"},
     {2, 1, 3, 3, 3, {19, 17}, {3, 3}, {2, 1}, {1, 1}, {0, 1}, {1, 1}, "depthwise 3x3 stride (2, 1)"},
     {2, 1, 2, 2, 2, {6, 7}, {5, 5}, {1, 2}, {1, 1}, {3, 0}, {0, 3}, "depthwise 5x5, pads past the input"},
+    {2, 2, 6, 10, 1, {15, 41}, {3, 3}, {2, 2}, {1, 2}, {1, 0}, {0, 2}, "direct split: stride 2, odd width, dilation 2"},
+    {2, 1, 8, 9, 1, {20, 50}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}, "direct split: 5x5 stride 2"},
+    {2, 1, 12, 8, 2, {9, 33}, {1, 1}, {1, 2}, {1, 1}, {0, 0}, {0, 0}, "direct split: grouped 1x1 stride (1, 2)"},
     {2, 1, 0, 0, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "no channels"},
     {2, 1, 0, 3, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "no input channels: the bias alone"},
     {2, 0, 3, 4, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "no images"},
@@ -213,7 +216,8 @@ static void test_epilogues(void)
  * and 3 threads at each level. */
 static void test_threads_bitwise(void)
 {
-    const ccase big[7] = {
+    const ccase big[8] = {
+        {2, 2, 16, 24, 1, {64, 61}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, "direct split 16->24 stride 2"},
         {2, 1, 16, 16, 1, {64, 64}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "GEMM 16->16 64x64"},
         {2, 3, 16, 36, 1, {32, 32}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "direct flat 16->36, 3 images"},
         {2, 1, 3, 16, 1, {224, 224}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, "direct 3->16 stride 2 224x224"},
@@ -223,7 +227,7 @@ static void test_threads_bitwise(void)
         {2, 1, 2048, 2048, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, "1x1 2048->2048 on 1x1 (dot products)"},
     };
     unsigned seed = 9;
-    for (int ci = 0; ci < 7; ci++) {
+    for (int ci = 0; ci < 8; ci++) {
         const ccase *c = &big[ci];
         int64_t nx = c->n * c->c * c->x[0] * c->x[1], nw = c->m * (c->c / c->group) * 9;
         float *x = randn(nx, &seed), *w = randn(nw, &seed), *b = randn(c->m, &seed);

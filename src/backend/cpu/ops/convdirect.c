@@ -39,6 +39,8 @@
 typedef struct dc_geo {
     int64_t H, W, OH, OW, K1, K2, s1, s2, d1, d2, p1, p2;
     int flat;
+    int split;   /* column stride 2 read from a copy split into even and odd columns (dc_split) */
+    int64_t Wp;  /* split: floats in each column phase of a row (the row is 2 Wp) */
     int64_t vpr, nvec, ntile; /* pixel vectors per output row, per plane; tiles per plane */
 } dc_geo;
 
@@ -95,16 +97,16 @@ static void dc_flat_vec(const dc_geo *v, int64_t q0, dc_tile *t, int q)
     t->base[q] = q0 - v->p1 * v->W - v->p2;
     t->opos[q] = q0;
     t->st[q] = (__mmask16)(((uint32_t)1 << n) - 1);
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n;) { /* lanes [i, i + seg): one output row's columns [ow, ow + seg) */
+        int64_t seg = BD_MIN(n - i, v->OW - ow);
+        uint32_t lanes = (((uint32_t)1 << seg) - 1) << i;
         for (int64_t kh = 0; kh < v->K1; kh++) {
             int64_t ih = oh - v->p1 + kh * v->d1;
-            rowm[kh] |= (uint32_t)(ih >= 0 && ih < v->H) << i;
+            if (ih >= 0 && ih < v->H) rowm[kh] |= lanes;
         }
-        for (int64_t kw = 0; kw < v->K2; kw++) {
-            int64_t iw = ow - v->p2 + kw * v->d2;
-            colm[kw] |= (uint32_t)(iw >= 0 && iw < v->W) << i;
-        }
-        if (++ow == v->OW) ow = 0, oh++;
+        for (int64_t kw = 0; kw < v->K2; kw++)
+            colm[kw] |= ((uint32_t)dc_lanes(ow - v->p2 + kw * v->d2, v->W) << i) & lanes;
+        i += seg, ow = 0, oh++;
     }
     for (int64_t kh = 0, tap = 0; kh < v->K1; kh++)
         for (int64_t kw = 0; kw < v->K2; kw++, tap++) t->lo[tap][q] = (__mmask16)(rowm[kh] & colm[kw]), t->hi[tap][q] = 0;
@@ -120,7 +122,7 @@ static void dc_tile_make(const dc_job *j, int64_t v0, int nv, dc_tile *t)
         }
         int64_t vi = v0 + q, oh = vi / v->vpr, ow0 = (vi % v->vpr) * 16;
         int64_t nw = BD_MIN((int64_t)16, v->OW - ow0), c0 = ow0 * v->s2 - v->p2, r0 = oh * v->s1 - v->p1;
-        t->base[q] = r0 * v->W + c0;
+        t->base[q] = v->split ? r0 * 2 * v->Wp + ow0 : r0 * v->W + c0;
         t->opos[q] = oh * v->OW + ow0;
         t->st[q] = (__mmask16)(((uint32_t)1 << nw) - 1);
         for (int64_t kh = 0, tap = 0; kh < v->K1; kh++) {
@@ -128,6 +130,12 @@ static void dc_tile_make(const dc_job *j, int64_t v0, int nv, dc_tile *t)
             int ok = ih >= 0 && ih < v->H;
             for (int64_t kw = 0; kw < v->K2; kw++, tap++) {
                 int64_t c = c0 + kw * v->d2;
+                if (v->split) { /* phase ph of column 2 (ow0 + lane) + e: phase column ow0 + lane + (e - ph) / 2 */
+                    int64_t e = kw * v->d2 - v->p2, ph = e & 1;
+                    t->lo[tap][q] = ok ? dc_lanes(ow0 + (e - ph) / 2, ph ? v->W / 2 : (v->W + 1) / 2) : 0;
+                    t->hi[tap][q] = 0;
+                    continue;
+                }
                 t->lo[tap][q] = ok ? dc_lanes(c, v->W) : 0;
                 t->hi[tap][q] = ok && v->s2 == 2 ? dc_lanes(c + 16, v->W) : 0;
             }
@@ -229,7 +237,7 @@ static void dc_tasks(void *ctx, int64_t wi, int64_t tb, int64_t te)
             int nv;
             dc_tile_span(&j->v, tile, &v0, &nv);
             dc_tile_make(j, v0, nv, &tl);
-            dc_fn fn = dc_fns[j->v.s2 - 1][nv - 1];
+            dc_fn fn = dc_fns[j->v.split ? 0 : j->v.s2 - 1][nv - 1];
             for (int64_t mb = mc * j->mchunk; mb < mb1; mb++) {
                 int64_t m0 = gi * j->mg + mb * DC_MR;
                 fn(j, &tl, xg, j->wpk + (gi * j->mblocks + mb) * DC_MR * j->kk, BD_MIN((int64_t)DC_MR, j->mg - mb * DC_MR), n * g->c_out + m0, m0);
@@ -256,6 +264,36 @@ static void dc_pack(const dc_job *j, int64_t groups)
                         }
 }
 
+/* dc_split: planes [begin, end) of the input, each row's even columns then
+ * its odd ones, Wp floats apart (an odd width leaves the last odd slot
+ * unwritten: no mask ever loads it). */
+typedef struct dc_split_job {
+    const float *x;
+    float *xs;
+    int64_t H, W, Wp;
+} dc_split_job;
+
+__attribute__((target("avx512f"))) static void dc_split(void *ctx, int64_t begin, int64_t end)
+{
+    const dc_split_job *s = ctx;
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    for (int64_t r = begin * s->H; r < end * s->H; r++) {
+        const float *src = s->x + r * s->W;
+        float *de = s->xs + r * 2 * s->Wp, *dodd = de + s->Wp;
+        for (int64_t j = 0; j < s->Wp; j += 16) {
+            int64_t c = 2 * j, left = s->W - c; /* input columns [c, c + 32) */
+            __mmask16 m0 = (__mmask16)(left >= 16 ? 0xFFFF : ((uint32_t)1 << left) - 1);
+            __mmask16 m1 = (__mmask16)(left >= 32 ? 0xFFFF : left > 16 ? ((uint32_t)1 << (left - 16)) - 1 : 0);
+            __m512 a = _mm512_maskz_loadu_ps(m0, src + c), b = _mm512_maskz_loadu_ps(m1, src + c + 16);
+            int64_t ne = BD_MIN((int64_t)16, s->Wp - j), no = BD_MIN((int64_t)16, s->W / 2 - j);
+            _mm512_mask_storeu_ps(de + j, (__mmask16)(((uint32_t)1 << ne) - 1), _mm512_permutex2var_ps(a, even, b));
+            if (no > 0)
+                _mm512_mask_storeu_ps(dodd + j, (__mmask16)(((uint32_t)1 << no) - 1), _mm512_permutex2var_ps(a, odd, b));
+        }
+    }
+}
+
 static int dc_level(void)
 {
     static int lvl = -1;
@@ -269,6 +307,9 @@ static int dc_level(void)
 #define DC_MIN_WORK (1 << 20)      /* multiply-adds per thread worth a thread */
 #define DC_BIG_WEIGHTS (64 * 1024) /* floats of weights ... */
 #define DC_FEW_OUTPUTS 512         /* ... over fewer outputs per channel than this: not here */
+#ifndef DC_SPLIT_MIN_C
+#define DC_SPLIT_MIN_C 4 /* input channels from which column stride 2 reads a split copy */
+#endif
 
 int bd_conv_direct(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
 {
@@ -284,6 +325,8 @@ int bd_conv_direct(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
     v->K1 = w->k[1], v->K2 = w->k[2], v->s1 = w->s[1], v->s2 = w->s[2], v->d1 = w->d[1], v->d2 = w->d[2];
     v->p1 = w->pb[1], v->p2 = w->pb[2];
     v->flat = v->s1 == 1 && v->s2 == 1 && v->OW == v->W;
+    v->split = v->s2 == 2 && cg >= DC_SPLIT_MIN_C;
+    v->Wp = (v->W + 1) / 2;
     v->vpr = BD_CEIL_DIV(v->OW, (int64_t)16);
     v->nvec = v->flat ? BD_CEIL_DIV(v->OH * v->OW, (int64_t)16) : v->OH * v->vpr;
     v->ntile = BD_CEIL_DIV(v->nvec, (int64_t)DC_NV);
@@ -291,9 +334,10 @@ int bd_conv_direct(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
      * vector, and big weights over few outputs, where packing the weights
      * costs more than the kernel saves (Xeon, AVX-512, one thread: 1x1
      * 512->512 on 7x7 290 us there against 412 here, 3x3 192->384 stride 2
-     * on 27x27 2.3 ms against 3.3). */
-    if ((!v->flat && v->OW < 12) ||
-        (g->c_out * cg * w->taps > DC_BIG_WEIGHTS && g->n * v->OH * v->OW < DC_FEW_OUTPUTS)) {
+     * on 27x27 2.3 ms against 3.3; stride 2 with its split copy up to twice
+     * as many outputs: 96->192 on 52x52, 2.05 ms there against 2.43). */
+    if ((!v->flat && v->OW < 12) || (g->c_out * cg * w->taps > DC_BIG_WEIGHTS &&
+                                      g->n * v->OH * v->OW < (v->s2 == 2 ? 2 : 1) * DC_FEW_OUTPUTS)) {
         bd_free(j);
         return 0;
     }
@@ -303,12 +347,16 @@ int bd_conv_direct(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
     j->z = pa->res != BD_RES_NONE && k->n_in > 3 ? k->in[3].data : NULL;
     j->y = k->out[0].data;
     j->cg = cg, j->mg = mg, j->taps = w->taps, j->kk = cg * w->taps;
-    j->hw = w->img_size, j->ohw = w->grid_size;
+    j->hw = v->split ? v->H * 2 * v->Wp : w->img_size, j->ohw = w->grid_size;
     j->act = pa->act, j->res = j->z ? pa->res : BD_RES_NONE, j->aa = pa->act_a, j->ab = pa->act_b;
     for (int64_t kh = 0, t = 0; kh < v->K1; kh++)
-        for (int64_t kw = 0; kw < v->K2; kw++, t++) j->toff[t] = kh * v->d1 * v->W + kw * v->d2;
+        for (int64_t kw = 0; kw < v->K2; kw++, t++) {
+            int64_t e = kw * v->d2 - v->p2, ph = e & 1;
+            j->toff[t] = v->split ? kh * v->d1 * 2 * v->Wp + ph * v->Wp + (e - ph) / 2 : kh * v->d1 * v->W + kw * v->d2;
+        }
     /* input channels per block: the rows a tile reads from them stay in L1 over the taps */
-    int64_t chan_bytes = DC_NV * v->K1 * (16 * v->s2 + (v->K2 - 1) * v->d2) * (int64_t)sizeof(float);
+    int64_t chan_bytes =
+        DC_NV * v->K1 * ((v->split ? 16 : 16 * v->s2) + (v->K2 - 1) * v->d2) * (int64_t)sizeof(float);
     j->cb = w->taps == 1 ? cg : BD_MAX((int64_t)1, BD_MIN(cg, (int64_t)DC_L1_INPUT / chan_bytes));
     j->mblocks = BD_CEIL_DIV(mg, (int64_t)DC_MR);
     j->mchunk = BD_MAX((int64_t)1, BD_MIN(j->mblocks, (int64_t)DC_WCHUNK / (DC_MR * j->kk * (int64_t)sizeof(float))));
@@ -327,7 +375,21 @@ int bd_conv_direct(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
         return 0;
     }
     dc_pack(j, g->group);
+    float *xs = NULL;
+    if (v->split && bd_numel(&k->out[0]) > 0) {
+        xs = bd_malloc((size_t)(g->n * g->c_in * j->hw) * sizeof(float));
+        if (!xs) {
+            bd_free(j->wpk);
+            bd_free(j);
+            return 0;
+        }
+        dc_split_job sj = {j->x, xs, v->H, v->W, v->Wp};
+        bd_parallel_for((int)workers, g->n * g->c_in, BD_MAX((int64_t)1, (int64_t)65536 / BD_MAX(j->hw, (int64_t)1)),
+                        dc_split, &sj);
+        j->x = xs;
+    }
     if (bd_numel(&k->out[0]) > 0) bd_parallel_claim((int)workers, tasks, 1, dc_tasks, j);
+    bd_free(xs);
     bd_free(j->wpk);
     bd_free(j);
     return 1;
