@@ -18,6 +18,8 @@
  * so the bits are the same for any thread count. */
 #include "convdirect.h"
 
+#include <stdatomic.h>
+
 #include "backend/cpu/parallel.h"
 #include "convepi.h"
 
@@ -296,7 +298,7 @@ __attribute__((target("avx512f"))) static void dc_split(void *ctx, int64_t begin
 
 static int dc_level(void)
 {
-    static int lvl = -1;
+    static _Atomic int lvl = -1; /* streams' threads may ask at once: the same answer, stored atomically */
     if (lvl < 0) {
         __builtin_cpu_init();
         lvl = __builtin_cpu_supports("avx512f") ? 1 : 0;
@@ -318,7 +320,7 @@ int bd_conv_direct(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
         (w->s[2] != 1 && w->s[2] != 2) || w->k[1] * w->k[2] > DC_MAX_TAPS)
         return 0;
     dc_job *j = bd_malloc(sizeof *j);
-    if (!j) return 0; /* the caller's path then runs it */
+    if (!j) return -1; /* out of memory: the caller fails (no allocation is worked around) */
     const bd_conv_params *pa = k->node->params;
     dc_geo *v = &j->v;
     v->H = w->img[1], v->W = w->img[2], v->OH = w->grid[1], v->OW = w->grid[2];
@@ -372,7 +374,7 @@ int bd_conv_direct(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
     j->wpk = bd_malloc((size_t)(g->group * j->mblocks * DC_MR * j->kk) * sizeof(float));
     if (!j->wpk) {
         bd_free(j);
-        return 0;
+        return -1;
     }
     dc_pack(j, g->group);
     float *xs = NULL;
@@ -381,7 +383,7 @@ int bd_conv_direct(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
         if (!xs) {
             bd_free(j->wpk);
             bd_free(j);
-            return 0;
+            return -1;
         }
         dc_split_job sj = {j->x, xs, v->H, v->W, v->Wp};
         bd_parallel_for((int)workers, g->n * g->c_in, BD_MAX((int64_t)1, (int64_t)65536 / BD_MAX(j->hw, (int64_t)1)),

@@ -8,7 +8,9 @@
 #include "convwin.h"
 
 /* Runs convolution k (geometry g, window w) when this kernel takes it and
- * the CPU has AVX-512; returns 1 when done, 0 when the caller must run it. */
+ * the CPU has AVX-512; returns 1 when done, 0 when the caller must run it,
+ * -1 when a buffer could not be allocated (the caller fails with
+ * OUT_OF_MEMORY). */
 int bd_conv_direct(const bd_kernel *k, const bd_conv_geom *g, const win3 *w);
 
 /* The depthwise 3x3 and 5x5 kernel of convdw.c, the same way. */
