@@ -116,6 +116,8 @@ static braid_status fold_in(bd_graph *g, int i, int *readers, const int *produce
         if (k < 0 || r->in[1 - k] < 0) break;
         const bd_value *x = &g->values[r->in[1 - k]];
         if (x->dtype && x->dtype != BRAID_DTYPE_FLOAT) break;
+        /* X declared with other than C channels: the constant would broadcast it up (or the model is wrong) */
+        if (x->rank == R && x->dims[1] >= 0 && x->dims[1] != C) break;
         s[n] = r->op == BD_OP_Mul ? f : NULL, ss[n] = st;
         t[n] = r->op == BD_OP_Add ? f : NULL, ts[n] = st;
         nodes[n++] = producer[v];
