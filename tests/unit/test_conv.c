@@ -103,6 +103,9 @@ static void test_paths_vs_naive(void)
         {1, 8, 5, 6, 6, 1, 1, 2, {2, 2}, {1, 1}, {0, 0, 0, 0}, "1x1 strided"},
         {2, 5, 9, 8, 5, 3, 3, 5, {1, 1}, {1, 1}, {1, 1, 1, 1}, "depthwise 3x3"},
         {1, 4, 11, 9, 8, 3, 3, 4, {2, 2}, {2, 1}, {2, 0, 1, 1}, "depthwise x2, strided"},
+        /* one input channel through long windows at few places (an STFT): im2col + SGEMM */
+        {1, 1, 1, 640, 258, 1, 256, 1, {1, 128}, {1, 1}, {0, 0, 0, 0}, "STFT-like 1x256 stride 128"},
+        {2, 1, 7, 40, 9, 5, 8, 1, {2, 16}, {1, 1}, {1, 3, 1, 2}, "long windows 5x8, padded, batch 2"},
     };
     unsigned seed = 7;
     for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
