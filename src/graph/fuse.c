@@ -150,8 +150,7 @@ static int affine_of(const bd_graph *g, const bd_node *r, int v, int R, int64_t 
     return 0;
 }
 
-/* A new constant float value of the given dims holding data (taken). */
-static int new_const(bd_graph *g, const char *base, const char *suffix, int rank, const int64_t *dims, float *data)
+int bd_graph_new_const(bd_graph *g, const char *base, const char *suffix, int rank, const int64_t *dims, float *data)
 {
     char name[512];
     snprintf(name, sizeof name, "%s%s", base, suffix);
@@ -166,8 +165,7 @@ static int new_const(bd_graph *g, const char *base, const char *suffix, int rank
     return v;
 }
 
-/* Drops the data of constant v once nothing reads it (readers: slot counts). */
-static void drop_if_unread(bd_graph *g, int v, const int *readers)
+void bd_graph_drop_if_unread(bd_graph *g, int v, const int *readers)
 {
     if (v < 0 || readers[v] > 0) return;
     bd_value *val = &g->values[v];
@@ -237,9 +235,9 @@ static braid_status fold_affine(bd_graph *g, int i, int *readers, int *reader, u
     bd_free(bn);
     int64_t bdims[1] = {C}, wdims[BD_MAX_RANK];
     memcpy(wdims, w->dims, sizeof wdims); /* adding values may move g->values */
-    int nwv = new_const(g, c->name, ".W+affine", R, wdims, nw);
+    int nwv = bd_graph_new_const(g, c->name, ".W+affine", R, wdims, nw);
     if (nwv < 0) { bd_free(nw); bd_free(nb); return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory"); }
-    int nbv = new_const(g, c->name, ".B+affine", 1, bdims, nb);
+    int nbv = bd_graph_new_const(g, c->name, ".B+affine", 1, bdims, nb);
     if (nbv < 0) { bd_free(nb); return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory"); }
     size_t len = strlen(c->name) + 1;
     for (int k = 0; k < n_aff; k++) len += strlen(g->nodes[nodes[k]].name) + 1;
@@ -260,10 +258,10 @@ static braid_status fold_affine(bd_graph *g, int i, int *readers, int *reader, u
         for (int j = 0; j < r->n_in; j++)
             if (r->in[j] >= 0) readers[r->in[j]]--;
         gone[nodes[k]] = 1;
-        for (int j = 1; j < r->n_in; j++) drop_if_unread(g, r->in[j], readers);
+        for (int j = 1; j < r->n_in; j++) bd_graph_drop_if_unread(g, r->in[j], readers);
     }
-    drop_if_unread(g, wv, readers);
-    drop_if_unread(g, bv, readers);
+    bd_graph_drop_if_unread(g, wv, readers);
+    bd_graph_drop_if_unread(g, bv, readers);
     *folded += n_aff;
     return BRAID_OK;
 }

@@ -41,32 +41,6 @@ static int in_channel_const(const bd_graph *g, int v, int R, int64_t C, const fl
     return 1;
 }
 
-static int new_const(bd_graph *g, const char *base, const char *suffix, int rank, const int64_t *dims, float *data)
-{
-    char name[512];
-    snprintf(name, sizeof name, "%s%s", base, suffix);
-    int v = bd_graph_add_value(g, name);
-    if (v < 0) return -1;
-    bd_value *val = &g->values[v];
-    val->dtype = BRAID_DTYPE_FLOAT;
-    val->rank = rank;
-    memcpy(val->dims, dims, (size_t)rank * sizeof *dims);
-    val->data = data;
-    val->flags = BD_VAL_CONST;
-    return v;
-}
-
-static void drop_if_unread(bd_graph *g, int v, const int *readers)
-{
-    if (v < 0 || readers[v] > 0) return;
-    bd_value *val = &g->values[v];
-    if (!(val->flags & BD_VAL_CONST) || (val->flags & (BD_VAL_INPUT | BD_VAL_OUTPUT))) return;
-    bd_free(val->data);
-    val->data = NULL;
-    val->flags &= ~(unsigned)BD_VAL_CONST;
-}
-
-/* Whether Conv node c pads nothing (pads all 0, or auto_pad VALID). */
 static int pads_nothing(const bd_conv_params *p)
 {
     if (p->auto_pad != BD_PAD_NOTSET && p->auto_pad != BD_PAD_VALID) return 0;
@@ -157,9 +131,9 @@ static braid_status fold_in(bd_graph *g, int i, int *readers, const int *produce
     bd_free(sc);
     int64_t bdims[1] = {M}, wdims[BD_MAX_RANK];
     memcpy(wdims, w->dims, sizeof wdims); /* adding values may move g->values */
-    int nwv = new_const(g, c->name, ".W+affine_in", R, wdims, nw);
+    int nwv = bd_graph_new_const(g, c->name, ".W+affine_in", R, wdims, nw);
     if (nwv < 0) { bd_free(nw); bd_free(nb); return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory"); }
-    int nbv = new_const(g, c->name, ".B+affine_in", 1, bdims, nb);
+    int nbv = bd_graph_new_const(g, c->name, ".B+affine_in", 1, bdims, nb);
     if (nbv < 0) { bd_free(nb); return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory"); }
     size_t len = strlen(c->name) + 1;
     for (int k = 0; k < n; k++) len += strlen(g->nodes[nodes[k]].name) + 1;
@@ -185,10 +159,10 @@ static braid_status fold_in(bd_graph *g, int i, int *readers, const int *produce
         for (int j = 0; j < r->n_in; j++)
             if (r->in[j] >= 0) readers[r->in[j]]--;
         gone[nodes[k]] = 1;
-        for (int j = 0; j < r->n_in; j++) drop_if_unread(g, r->in[j], readers);
+        for (int j = 0; j < r->n_in; j++) bd_graph_drop_if_unread(g, r->in[j], readers);
     }
-    drop_if_unread(g, wv, readers);
-    drop_if_unread(g, bv, readers);
+    bd_graph_drop_if_unread(g, wv, readers);
+    bd_graph_drop_if_unread(g, bv, readers);
     *folded += n;
     return BRAID_OK;
 }

@@ -114,6 +114,12 @@ void bd_attr_free(bd_attr *a);
 void bd_node_free(bd_node *n);
 /* Load-time fusions (src/graph/fuse.c): Conv + Relu/LeakyRelu/Clip. */
 braid_status bd_graph_fuse(bd_graph *g, bd_err *e);
+/* For the fusions that rewrite weights (fuse.c, fuse_affine_in.c): a new
+ * constant float value named base + suffix, of the given dims, holding data
+ * (taken; -1 when out of memory); and the data of constant v dropped once
+ * nothing reads it (readers: per value, the slots that read it). */
+int bd_graph_new_const(bd_graph *g, const char *base, const char *suffix, int rank, const int64_t *dims, float *data);
+void bd_graph_drop_if_unread(bd_graph *g, int v, const int *readers);
 /* Load-time fusions (src/graph/fuse_act.c): HardSwish and Swish written out
  * as chains of elementwise nodes become one node. */
 braid_status bd_graph_fuse_act(bd_graph *g, bd_err *e);
