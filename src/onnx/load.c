@@ -121,6 +121,9 @@ static braid_status read_value_info(const Onnx__ValueInfoProto *vi, bd_value *v,
         return BRAID_OK;
     }
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    if (tt->has_elem_type && (tt->elem_type < 0 || tt->elem_type >= 0x100))
+        return BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "value '%s' has tensor element type %d, which ONNX does not define",
+                       v->name, tt->elem_type);
     if (tt->has_elem_type) v->dtype = tt->elem_type;
     if (!tt->shape) return BRAID_OK;
     if (tt->shape->n_dim > BD_MAX_RANK)

@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A TensorProto's data_type: an element type (under 0x100: braid's
+ * SEQUENCE and OPTIONAL flags are no TensorProto type) that braid holds. */
 static int dtype_supported(int dt)
 {
-    return dt != BRAID_DTYPE_UNDEFINED && bd_dtype_size(dt) != 0;
+    return dt > BRAID_DTYPE_UNDEFINED && dt < 0x100 && bd_dtype_size(dt) != 0;
 }
 
 /* Copies n typed-field values into dst with the tensor's element type. */
