@@ -165,6 +165,17 @@ int bd_graph_new_const(bd_graph *g, const char *base, const char *suffix, int ra
     return v;
 }
 
+braid_status bd_graph_drop_nodes(bd_graph *g, const unsigned char *gone, bd_err *e)
+{
+    int w = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!gone[i]) { g->nodes[w++] = g->nodes[i]; continue; }
+        bd_node_free(&g->nodes[i]);
+    }
+    g->n_nodes = w;
+    return bd_graph_toposort(g, e);
+}
+
 void bd_graph_drop_if_unread(bd_graph *g, int v, const int *readers)
 {
     if (v < 0 || readers[v] > 0) return;
@@ -340,15 +351,7 @@ braid_status bd_graph_fuse(bd_graph *g, bd_err *e)
         gone[reader[v]] = 1;
         fused++;
     }
-    if (fused) { /* drop the absorbed nodes; producers are re-derived */
-        int w = 0;
-        for (int i = 0; i < g->n_nodes; i++) {
-            if (!gone[i]) { g->nodes[w++] = g->nodes[i]; continue; }
-            bd_node_free(&g->nodes[i]);
-        }
-        g->n_nodes = w;
-        BD_TRY(bd_graph_toposort(g, e));
-    }
+    if (fused) BD_TRY(bd_graph_drop_nodes(g, gone, e)); /* producers are re-derived */
 fail:
     bd_free(readers);
     bd_free(reader);

@@ -211,15 +211,7 @@ braid_status bd_graph_fuse_act(bd_graph *g, bd_err *e)
     int fused = 0;
     for (int i = 0; i < g->n_nodes; i++)
         if (!c.gone[i]) BD_TRY(try_node(&c, i, &fused, e));
-    if (fused) { /* drop the absorbed nodes; producers are re-derived */
-        int w = 0;
-        for (int i = 0; i < g->n_nodes; i++) {
-            if (!c.gone[i]) { g->nodes[w++] = g->nodes[i]; continue; }
-            bd_node_free(&g->nodes[i]);
-        }
-        g->n_nodes = w;
-        BD_TRY(bd_graph_toposort(g, e));
-    }
+    if (fused) BD_TRY(bd_graph_drop_nodes(g, c.gone, e)); /* producers are re-derived */
 fail:
     bd_free(c.readers);
     bd_free(c.producer);

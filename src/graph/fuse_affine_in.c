@@ -189,15 +189,7 @@ braid_status bd_graph_fuse_affine_in(bd_graph *g, bd_err *e)
     int folded = 0;
     for (int i = 0; i < g->n_nodes; i++)
         if (!gone[i]) BD_TRY(fold_in(g, i, readers, producer, gone, &folded, e));
-    if (folded) { /* drop the absorbed nodes; producers are re-derived */
-        int w = 0;
-        for (int i = 0; i < g->n_nodes; i++) {
-            if (!gone[i]) { g->nodes[w++] = g->nodes[i]; continue; }
-            bd_node_free(&g->nodes[i]);
-        }
-        g->n_nodes = w;
-        BD_TRY(bd_graph_toposort(g, e));
-    }
+    if (folded) BD_TRY(bd_graph_drop_nodes(g, gone, e)); /* producers are re-derived */
 fail:
     bd_free(readers);
     bd_free(producer);

@@ -120,6 +120,8 @@ braid_status bd_graph_fuse(bd_graph *g, bd_err *e);
  * nothing reads it (readers: per value, the slots that read it). */
 int bd_graph_new_const(bd_graph *g, const char *base, const char *suffix, int rank, const int64_t *dims, float *data);
 void bd_graph_drop_if_unread(bd_graph *g, int v, const int *readers);
+/* Removes the nodes a fusion absorbed (gone[i] = 1) and sorts the rest again. */
+braid_status bd_graph_drop_nodes(bd_graph *g, const unsigned char *gone, bd_err *e);
 /* Load-time fusions (src/graph/fuse_act.c): HardSwish and Swish written out
  * as chains of elementwise nodes become one node. */
 braid_status bd_graph_fuse_act(bd_graph *g, bd_err *e);
