@@ -255,7 +255,7 @@ void bd_parallel_claim(int workers, int64_t n, int64_t grain, void (*fn)(void *,
 
 typedef struct gemm_job {
     int ta, tb, dot; /* dot: the tiles run bd_sgemm_dot with kernel dot */
-    int64_t m, n, k, tm, tn, tiles_n;
+    int64_t m, n, k, tm, tn, tiles_m;
     float alpha, beta;
     const float *a, *b;
     float *c;
@@ -269,8 +269,7 @@ static void gemm_tiles(void *ctx, int64_t begin, int64_t end)
         /* Column-major over the tiles: the tiles that follow one another
          * share B's columns, which then come from cache (a 1536 x 384 B is
          * larger than a core's L2). */
-        int64_t tiles_m = BD_CEIL_DIV(j->m, j->tm);
-        int64_t m0 = (t % tiles_m) * j->tm, n0 = (t / tiles_m) * j->tn;
+        int64_t m0 = (t % j->tiles_m) * j->tm, n0 = (t / j->tiles_m) * j->tn;
         int64_t mm = BD_MIN(j->tm, j->m - m0), nn = BD_MIN(j->tn, j->n - n0);
         const float *a = j->ta ? j->a + m0 : j->a + m0 * j->lda;
         const float *b = j->tb ? j->b + n0 * j->ldb : j->b + n0;
@@ -309,13 +308,13 @@ void bd_sgemm(int threads, int trans_a, int trans_b, int64_t m, int64_t n, int64
     if (m <= 0 || n <= 0) return;
     int64_t tm, tn;
     bd_gemm_tile_grid(m, n, k, &tm, &tn);
-    gemm_job j = {trans_a, trans_b, 0, m, n, k, tm, tn, BD_CEIL_DIV(n, tn), alpha, beta, a, b, c, lda, ldb, ldc};
+    gemm_job j = {trans_a, trans_b, 0, m, n, k, tm, tn, BD_CEIL_DIV(m, tm), alpha, beta, a, b, c, lda, ldb, ldc};
     /* A few rows against B^T (a fully connected layer): braid's dot-product
      * kernel whatever OpenBLAS runs; it read B once where OpenBLAS packs it
      * (1.1x at 64 rows, 3x at 4, 8x at 1 row, on Zen 4 against Cooperlake).
      * Decided by the whole product's shape, so every tile takes the same. */
     if (!trans_a && trans_b && m <= BD_SGEMM_DOT_MAX_M && k > 0) j.dot = bd_sgemm_cpu_kernel();
-    int64_t tiles = BD_CEIL_DIV(m, tm) * j.tiles_n;
+    int64_t tiles = j.tiles_m * BD_CEIL_DIV(n, tn);
     /* A thread is worth its start-up only for some work: 2^21 multiply-adds. */
     int64_t per_tile = BD_MIN(m, tm) * BD_MIN(n, tn) * BD_MAX(k, 1);
     int64_t min_tiles = BD_MAX((int64_t)1, ((int64_t)1 << 21) / BD_MAX(per_tile, 1));

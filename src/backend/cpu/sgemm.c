@@ -40,28 +40,19 @@ static inline float upd1(int mode, float acc, float c, float alpha, float beta)
     return fmaf(alpha, acc, c);
 }
 
-/* Packs rows [i0, i0 + mr) of op(A), K columns [k0, k0 + kc), into ap as
- * kc groups of MR values (rows past mr are zero). */
-static void pack_a(int MR, int ta, const float *a, int64_t lda, int64_t i0, int64_t mr, int64_t k0, int64_t kc,
-                   float *ap)
+/* Packs rows [i0, i0 + mr) of op(A) for A transposed (op(A)(i, k) =
+ * a[k lda + i]), K columns [k0, k0 + kc), into ap as kc groups of MR
+ * contiguous values (rows past mr are zero). A not transposed is read in
+ * place by the kernels. */
+static void pack_at(int MR, const float *a, int64_t lda, int64_t i0, int64_t mr, int64_t k0, int64_t kc, float *ap)
 {
-    if (ta) { /* op(A)(i, k) = a[k lda + i]: MR contiguous values per k */
-        for (int64_t k = 0; k < kc; k++) {
-            const float *src = a + (k0 + k) * lda + i0;
-            float *dst = ap + k * MR;
-            int64_t r = 0;
-            for (; r < mr; r++) dst[r] = src[r];
-            for (; r < MR; r++) dst[r] = 0.0f;
-        }
-        return;
+    for (int64_t k = 0; k < kc; k++) {
+        const float *src = a + (k0 + k) * lda + i0;
+        float *dst = ap + k * MR;
+        int64_t r = 0;
+        for (; r < mr; r++) dst[r] = src[r];
+        for (; r < MR; r++) dst[r] = 0.0f;
     }
-    int64_t r = 0;
-    for (; r < mr; r++) {
-        const float *src = a + (i0 + r) * lda + k0;
-        for (int64_t k = 0; k < kc; k++) ap[k * MR + r] = src[k];
-    }
-    for (; r < MR; r++)
-        for (int64_t k = 0; k < kc; k++) ap[k * MR + r] = 0.0f;
 }
 
 /* Packs columns [0, n) of op(B), K rows [k0, k0 + kc), into panels of NR
@@ -306,7 +297,7 @@ int bd_sgemm_braid(int kernel, int ta, int tb, int64_t m, int64_t n, int64_t k, 
         return 0;
     }
     int64_t kc0 = BD_MIN(k, (int64_t)KC), npad = BD_CEIL_DIV(n, (int64_t)NR) * NR;
-    int64_t mc0 = BD_MIN(BD_CEIL_DIV(m, (int64_t)MR) * MR, (int64_t)MC);
+    int64_t mc0 = ta ? BD_MIN(BD_CEIL_DIV(m, (int64_t)MR) * MR, (int64_t)MC) : 0; /* A packed only when transposed */
     float *bp = bd_malloc((size_t)(kc0 * npad + kc0 * mc0) * sizeof(float) + 64);
     if (!bp) return -1;
     float *ap = bp + kc0 * npad;
@@ -334,7 +325,7 @@ int bd_sgemm_braid(int kernel, int ta, int tb, int64_t m, int64_t n, int64_t k, 
             int64_t full = ta ? 0 : mc / MR * MR;
             if (ta)
                 for (int64_t i0 = 0; i0 < mc; i0 += MR)
-                    pack_a(MR, ta, a, lda, m0 + i0, BD_MIN((int64_t)MR, mc - i0), k0, kc, ap + i0 * kc);
+                    pack_at(MR, a, lda, m0 + i0, BD_MIN((int64_t)MR, mc - i0), k0, kc, ap + i0 * kc);
             int cl = 0;
             while (cl < 2 && clamp_mr[cl + 1] >= mc - full) cl++;
             /* B's micro-panel stays in L1 while A's panels stream from L2. */

@@ -921,10 +921,6 @@ static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const
     pgeo_make(w, &p);
     int64_t cg = g->c_in / g->group, mg = g->c_out / g->group, kk = cg * w->taps;
     int64_t mb = BD_CEIL_DIV(mg, (int64_t)PG_MR), dw = cg == 1;
-    if (long_windows(g, w)) {
-        *done = 0;
-        return BRAID_OK;
-    }
     *done = 1;
     if (bd_numel(&k->out[0]) == 0) return BRAID_OK;
     if (lvl == 2 && !dw && p.q > PG_DOT_MAX_Q) { /* convdirect.c */
@@ -1032,13 +1028,15 @@ static braid_status conv_forward(const bd_kernel *k, const bd_conv_geom *g)
     win_make(g, 0, &w);
     int64_t cg = g->c_in / g->group, mg = g->c_out / g->group;
     int64_t kk = cg * w.taps, p = w.grid_size;
-    int done;
-    BD_TRY(conv_padded(k, g, &w, &done));
-    if (done) return BRAID_OK;
-    if (cg == 1 && !long_windows(g, &w)) {
-        conv_depthwise(g, &w, x, wt, bias, y, k->threads);
-        epilogue(k, g, NULL, y); /* the bias is in y already */
-        return BRAID_OK;
+    if (!long_windows(g, &w)) { /* those go straight to im2col + SGEMM */
+        int done;
+        BD_TRY(conv_padded(k, g, &w, &done));
+        if (done) return BRAID_OK;
+        if (cg == 1) {
+            conv_depthwise(g, &w, x, wt, bias, y, k->threads);
+            epilogue(k, g, NULL, y); /* the bias is in y already */
+            return BRAID_OK;
+        }
     }
     int pointwise = w.taps == 1;
     for (int i = 0; i < g->nsp; i++)

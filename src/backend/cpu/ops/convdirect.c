@@ -18,12 +18,8 @@
  * so the bits are the same for any thread count. */
 #include "convdirect.h"
 
-#include <stdatomic.h>
-
 #include "backend/cpu/parallel.h"
 #include "convepi.h"
-
-#include <limits.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -296,16 +292,6 @@ __attribute__((target("avx512f"))) static void dc_split(void *ctx, int64_t begin
     }
 }
 
-static int dc_level(void)
-{
-    static _Atomic int lvl = -1; /* streams' threads may ask at once: the same answer, stored atomically */
-    if (lvl < 0) {
-        __builtin_cpu_init();
-        lvl = __builtin_cpu_supports("avx512f") ? 1 : 0;
-    }
-    return lvl;
-}
-
 #define DC_MIN_WORK (1 << 20)      /* multiply-adds per thread worth a thread */
 #define DC_BIG_WEIGHTS (64 * 1024) /* floats of weights ... */
 #define DC_FEW_OUTPUTS 512         /* ... over fewer outputs per channel than this: not here */
@@ -316,7 +302,7 @@ static int dc_level(void)
 int bd_conv_direct(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
 {
     int64_t cg = g->c_in / g->group, mg = g->c_out / g->group;
-    if (!dc_level() || cg < 2 || mg < 1 || w->k[0] != 1 || w->img[0] != 1 || w->grid[0] != 1 ||
+    if (cg < 2 || mg < 1 || w->k[0] != 1 || w->img[0] != 1 || w->grid[0] != 1 ||
         (w->s[2] != 1 && w->s[2] != 2) || w->k[1] * w->k[2] > DC_MAX_TAPS)
         return 0;
     dc_job *j = bd_malloc(sizeof *j);

@@ -7,9 +7,10 @@
 #include "backend/cpu/cpu_ops.h"
 #include "convwin.h"
 
-/* Runs convolution k (geometry g, window w) when this kernel takes it and
- * the CPU has AVX-512; returns 1 when done, 0 when the caller must run it,
- * -1 when a buffer could not be allocated (the caller fails with
+/* Both are called only where conv.c's vector level (pg_level, which tests
+ * may cap) is AVX-512. Runs convolution k (geometry g, window w) when this
+ * kernel takes it; returns 1 when done, 0 when the caller must run it, -1
+ * when a buffer could not be allocated (the caller fails with
  * OUT_OF_MEMORY). */
 int bd_conv_direct(const bd_kernel *k, const bd_conv_geom *g, const win3 *w);
 

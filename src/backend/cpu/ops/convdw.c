@@ -128,12 +128,6 @@ int bd_conv_dw(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
         (w->k[1] != 3 && w->k[1] != 5) || w->d[1] != 1 || w->d[2] != 1 ||
         w->s[1] > 2 || w->s[2] > 2)
         return 0;
-    static int avx512 = -1;
-    if (avx512 < 0) {
-        __builtin_cpu_init();
-        avx512 = __builtin_cpu_supports("avx512f") != 0;
-    }
-    if (!avx512) return 0;
     const bd_conv_params *pa = k->node->params;
     dw_job j = {g, k->in[0].data, k->in[1].data, k->n_in > 2 && k->in[2].data ? k->in[2].data : NULL,
                 pa->res != BD_RES_NONE && k->n_in > 3 ? k->in[3].data : NULL, k->out[0].data,

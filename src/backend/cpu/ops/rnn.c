@@ -525,10 +525,9 @@ static braid_status run_dir(rnn_run *u)
         const bd_tensor *r = &k->in[IN_R];
         if (u->wc) load(u, &k->in[IN_W], d * GH * u->isz, GH * u->isz, u->wc);
         int packed = u->panels && p->pack && r->data == p->pack_of; /* at load */
-        u->rd = u->rdirect ? (const float *)r->data + d * GH * H : NULL;
-        if (u->rdirect) {
-        } else if (!packed && u->rtc && p->r_transposed) load(u, r, d * H * GH, H * GH, u->rtc);
-        else if (!packed && u->rtc)
+        u->rd = u->rdirect ? (const float *)r->data + d * GH * H : NULL; /* read in place: nothing to make */
+        if (!u->rdirect && !packed && u->rtc && p->r_transposed) load(u, r, d * H * GH, H * GH, u->rtc);
+        else if (!u->rdirect && !packed && u->rtc)
             for (int64_t n = 0; n < GH; n++) { /* row n of R[d] is column n of R^T */
                 load(u, r, (d * GH + n) * H, H, u->s);
                 for (int64_t j = 0; j < H; j++)
@@ -537,7 +536,7 @@ static braid_status run_dir(rnn_run *u)
         u->w = u->wc ? u->wc : at(u, k->in[IN_W].data, d * GH * u->isz);
         u->rt = u->rtc ? u->rtc : at(u, r->data, d * H * GH);
         u->pk = NULL;
-        if (u->panels && !u->rdirect) { /* the step product from panels: packed at load, else here */
+        if (u->panels) { /* the step product from panels (never with rdirect): packed at load, else here */
             int64_t per = bd_rnn_panels(GH) * H * BD_RNN_PANEL;
             if (packed) u->pk = p->pack + d * per;
             else {
@@ -614,7 +613,6 @@ braid_status bd_cpu_rnn(const bd_kernel *k)
      * converted; the quantized buffers. */
     int panels = u.real == BRAID_DTYPE_FLOAT && !p->quantized && u.batch <= PANEL_ROWS && bd_panel_ok();
     int at_load = panels && p->pack && k->in[IN_R].data == p->pack_of;
-    u.panels = panels;
     /* An R that is not a constant of the graph (an If branch's Unsqueeze of
      * one: Silero VAD) would be transposed or packed on every run, which
      * costs more than a few steps' products: those read R in place with
