@@ -34,6 +34,33 @@ static void fill_axis(axis_tab *t, int64_t out, int64_t L, int64_t k, int64_t s,
     }
 }
 
+/* The run [*lo, *hi) of an axis's n outputs whose windows lie wholly
+ * inside the input (k taps each): from the first such output on. */
+static void whole_run(const axis_tab *t, int64_t n, int64_t k, int64_t *lo, int64_t *hi)
+{
+    int64_t a = 0, b;
+    while (a < n && t->count[a] != k) a++;
+    for (b = a; b < n && t->count[b] == k; b++) {}
+    *lo = a, *hi = b;
+}
+
+/* y[i], i in [0, n): the max over taps c in [0, k) of src[c step + i sw],
+ * tap by tap over the whole run (vectorized where sw is 1): tap 0 taken
+ * whatever it is, a later one only when greater (so a NaN in tap 0 stays). */
+static inline void max_taps(float *y, const float *src, int64_t n, int64_t k, int64_t step, int64_t sw)
+{
+    if (sw == 1) memcpy(y, src, (size_t)n * sizeof *y);
+    else
+        for (int64_t i = 0; i < n; i++) y[i] = src[i * sw];
+    for (int64_t c = 1; c < k; c++) {
+        const float *s = src + c * step;
+        if (sw == 1)
+            for (int64_t i = 0; i < n; i++) y[i] = s[i] > y[i] ? s[i] : y[i];
+        else
+            for (int64_t i = 0; i < n; i++) y[i] = s[i * sw] > y[i] ? s[i * sw] : y[i];
+    }
+}
+
 /* MaxPool without Indices, planes [b, e): per output row, the window's rows
  * reduced into the plane's own W-long row of tmp (one vectorized pass per
  * input row), then each output the max of its columns there: the run of
@@ -63,43 +90,18 @@ typedef struct max_job {
 static BD_CLONES void max_plane_flat(const max_job *j, const float *xp, float *yp, float *v)
 {
     const axis_tab *t = j->t;
-    const int64_t W = j->W, OH = j->O[1], KH = j->KH, KW = j->KW;
-    int64_t rlo = 0, rhi;
-    while (rlo < OH && t[1].count[rlo] != KH) rlo++;
-    for (rhi = rlo; rhi < OH && t[1].count[rhi] == KH; rhi++) {}
-    if (rhi > rlo) { /* rows rlo..rhi: every window row inside, t[1].first[oh] = oh - pad */
-        const int64_t n = (rhi - rlo) * W;
-        const float *base = xp + t[1].first[rlo] * W;
-        float *vr = v + rlo * W;
-        memcpy(vr, base, (size_t)n * sizeof *vr);
-        for (int64_t a = 1; a < KH; a++) {
-            const float *row = base + a * W;
-            for (int64_t i = 0; i < n; i++) vr[i] = row[i] > vr[i] ? row[i] : vr[i];
-        }
-    }
-    for (int64_t oh = 0; oh < OH; oh++) {
-        if (oh >= rlo && oh < rhi) continue;
-        const int64_t fh = t[1].first[oh], ch = t[1].count[oh];
-        float *vr = v + oh * W;
-        if (!ch) continue;
-        memcpy(vr, xp + fh * W, (size_t)W * sizeof *vr);
-        for (int64_t a = 1; a < ch; a++) {
-            const float *row = xp + (fh + a) * W;
-            for (int64_t i = 0; i < W; i++) vr[i] = row[i] > vr[i] ? row[i] : vr[i];
-        }
-    }
+    const int64_t W = j->W, OH = j->O[1];
+    int64_t rlo, rhi;
+    whole_run(&t[1], OH, j->KH, &rlo, &rhi); /* rows rlo..rhi: t[1].first[oh] = oh - pad, all taps inside */
+    if (rhi > rlo) max_taps(v + rlo * W, xp + t[1].first[rlo] * W, (rhi - rlo) * W, j->KH, W, 1);
+    for (int64_t oh = 0; oh < OH; oh++)
+        if ((oh < rlo || oh >= rhi) && t[1].count[oh])
+            max_taps(v + oh * W, xp + t[1].first[oh] * W, W, t[1].count[oh], W, 1);
     /* Columns: output i of the plane read as one row reads v[i + off + c]. */
-    const int64_t lo = j->lo, hi = j->hi, off = t[2].first[lo] - lo, n = (OH - 1) * W + hi - lo;
-    float *yi = yp + lo;
-    const float *s0 = v + lo + off;
-    memcpy(yi, s0, (size_t)n * sizeof *yi);
-    for (int64_t c = 1; c < KW; c++) {
-        const float *src = s0 + c;
-        for (int64_t i = 0; i < n; i++) yi[i] = src[i] > yi[i] ? src[i] : yi[i];
-    }
-    for (int64_t oh = 0; oh < OH; oh++) {
+    const int64_t lo = j->lo, hi = j->hi, off = t[2].first[lo] - lo;
+    max_taps(yp + lo, v + lo + off, (OH - 1) * W + hi - lo, j->KW, 1, 1);
+    for (int64_t oh = 0; oh < OH; oh++) { /* the outputs whose windows cross a row's ends */
         float *yr = yp + oh * W;
-        const float *vr = v + oh * W;
         if (!t[1].count[oh]) {
             for (int64_t ow = 0; ow < W; ow++) yr[ow] = -FLT_MAX;
             continue;
@@ -108,11 +110,8 @@ static BD_CLONES void max_plane_flat(const max_job *j, const float *xp, float *y
             if (ow == lo) ow = hi;
             if (ow >= W) break;
             const int64_t cw = t[2].count[ow];
-            if (!cw) { yr[ow] = -FLT_MAX; continue; }
-            const float *src = vr + t[2].first[ow];
-            float m = src[0];
-            for (int64_t c = 1; c < cw; c++) m = src[c] > m ? src[c] : m;
-            yr[ow] = m;
+            if (!cw) yr[ow] = -FLT_MAX;
+            else max_taps(yr + ow, v + oh * W + t[2].first[ow], 1, cw, 1, 1);
         }
     }
 }
@@ -151,32 +150,14 @@ static BD_CLONES void max_planes(void *ctx, int64_t b, int64_t e)
                             for (int64_t c = j->c0; c < j->c1; c++) tmp[c] = row[c] > tmp[c] ? row[c] : tmp[c];
                     }
                 for (int64_t ow = 0; ow < j->O[2]; ow++) {
-                    if (ow == j->lo) { /* whole windows: tap by tap over the run, vectorized */
-                        const int64_t nw = j->hi - j->lo, sw = j->sw;
-                        const float *s0 = tmp + t[2].first[ow];
-                        float *yi = yr + ow;
-                        if (sw == 1) {
-                            memcpy(yi, s0, (size_t)nw * sizeof *yi);
-                            for (int64_t c = 1; c < j->KW; c++) {
-                                const float *src = s0 + c * dw;
-                                for (int64_t i = 0; i < nw; i++) yi[i] = src[i] > yi[i] ? src[i] : yi[i];
-                            }
-                        } else {
-                            for (int64_t i = 0; i < nw; i++) yi[i] = s0[i * sw];
-                            for (int64_t c = 1; c < j->KW; c++) {
-                                const float *src = s0 + c * dw;
-                                for (int64_t i = 0; i < nw; i++) yi[i] = src[i * sw] > yi[i] ? src[i * sw] : yi[i];
-                            }
-                        }
+                    if (ow == j->lo) { /* whole windows: tap by tap over the run */
+                        max_taps(yr + ow, tmp + t[2].first[ow], j->hi - j->lo, j->KW, dw, j->sw);
                         ow = j->hi - 1;
                         continue;
                     }
                     const int64_t cw = t[2].count[ow];
-                    if (!cw) { yr[ow] = -FLT_MAX; continue; }
-                    const float *src = tmp + t[2].first[ow];
-                    float v = src[0];
-                    for (int64_t c = 1; c < cw; c++) v = src[c * dw] > v ? src[c * dw] : v;
-                    yr[ow] = v;
+                    if (!cw) yr[ow] = -FLT_MAX;
+                    else max_taps(yr + ow, tmp + t[2].first[ow], 1, cw, dw, 1);
                 }
             }
         }
@@ -215,9 +196,8 @@ static BD_CLONES void wp_planes(const wp_job *j, int64_t begin, int64_t end, flo
     /* Interior columns [lo, hi): windows wholly inside the input along W,
      * reduced row-wise through tmp (not when Indices are wanted). */
     const int64_t KW = K[2], sw = S[2];
-    int64_t lo = 0, hi = 0;
-    while (lo < O[2] && t[2].count[lo] != KW) lo++;
-    for (hi = lo; hi < O[2] && t[2].count[hi] == KW; hi++) {}
+    int64_t lo, hi;
+    whole_run(&t[2], O[2], KW, &lo, &hi);
     if (ind || hi - lo < 4) lo = hi = O[2];
 
     for (int64_t pl = begin; pl < end; pl++) {
@@ -362,12 +342,11 @@ static braid_status window_pool(const bd_kernel *k)
     const int avg = n->op == BD_OP_AveragePool;
     if (!avg && !ind) { /* MaxPool: every column through the reduced rows, planes on the threads */
         max_job j = {t, x, y, NULL, H, W, {O[0], O[1], O[2]}, dd, dh, dw, isz, osz, W, 0, 0, 0, K[2], S[2]};
-        while (j.lo < O[2] && t[2].count[j.lo] != K[2]) j.lo++;
-        for (j.hi = j.lo; j.hi < O[2] && t[2].count[j.hi] == K[2]; j.hi++) {}
+        whole_run(&t[2], O[2], K[2], &j.lo, &j.hi);
         if (j.hi - j.lo < 4) j.lo = j.hi = O[2]; /* too few to pay: the per-output loop */
         j.KH = K[1];
-        j.flat = O[0] == 1 && K[0] == 1 && t[0].count[0] == 1 && t[0].first[0] == 0 && S[1] == 1 && dh == 1 && S[2] == 1 && dw == 1 && O[2] == W &&
-                 j.hi > j.lo;
+        j.flat = O[0] == 1 && K[0] == 1 && t[0].count[0] == 1 && t[0].first[0] == 0 && S[1] == 1 && dh == 1 &&
+                 S[2] == 1 && dw == 1 && O[2] == W && j.hi > j.lo;
         for (int64_t ow = 0; ow < O[2]; ow++)
             if (t[2].count[ow] > 0) {
                 j.c0 = BD_MIN(j.c0, t[2].first[ow]);
