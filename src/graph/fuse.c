@@ -95,10 +95,7 @@ static int half_conv(const bd_graph *g, const bd_node *c)
 
 /* ---- load time: a per-channel affine folded into the Conv before it --------------- */
 
-/* Constant v as per-channel factors against a Conv output of rank R with C
- * channels: 1 and *f, *stride (1 per channel, 0 for one value for all) when
- * it is a float constant that broadcasts along the channel axis only. */
-static int channel_const(const bd_graph *g, int v, int R, int64_t C, const float **f, int *stride)
+int bd_graph_channel_const(const bd_graph *g, int v, int R, int64_t C, const float **f, int *stride)
 {
     if (v < 0) return 0;
     const bd_value *val = &g->values[v];
@@ -118,7 +115,7 @@ static int channel_const(const bd_graph *g, int v, int R, int64_t C, const float
 
 /* The affine that node r (reading v, a Conv output of rank R with C
  * channels) applies, as y = x * s + t with s or t NULL for 1 or 0 (their
- * strides as channel_const's); BatchNormalization's s and t go to buf (2 C). */
+ * strides as bd_graph_channel_const's); BatchNormalization's s and t go to buf (2 C). */
 static int affine_of(const bd_graph *g, const bd_node *r, int v, int R, int64_t C, const float **s, int *ss,
                      const float **t, int *ts, float *buf)
 {
@@ -127,14 +124,17 @@ static int affine_of(const bd_graph *g, const bd_node *r, int v, int R, int64_t 
     if (r->n_out != 1 || r->out[0] < 0) return 0;
     if ((r->op == BD_OP_Mul || r->op == BD_OP_Add) && r->n_in == 2 && (r->in[0] == v) != (r->in[1] == v)) {
         int k = r->in[0] == v ? 1 : 0;
-        return r->op == BD_OP_Mul ? channel_const(g, r->in[k], R, C, s, ss) : channel_const(g, r->in[k], R, C, t, ts);
+        return r->op == BD_OP_Mul ? bd_graph_channel_const(g, r->in[k], R, C, s, ss)
+                                  : bd_graph_channel_const(g, r->in[k], R, C, t, ts);
     }
     if (r->op == BD_OP_BatchNormalization && r->n_in == 5 && r->in[0] == v && r->params &&
         !((const bd_norm_params *)r->params)->training) { /* training mode normalizes by the batch */
         const float *sc, *b, *mean, *var;
         int s1, s2, s3, s4;
-        if (!channel_const(g, r->in[1], 2, C, &sc, &s1) || !channel_const(g, r->in[2], 2, C, &b, &s2) ||
-            !channel_const(g, r->in[3], 2, C, &mean, &s3) || !channel_const(g, r->in[4], 2, C, &var, &s4))
+        if (!bd_graph_channel_const(g, r->in[1], 2, C, &sc, &s1) ||
+            !bd_graph_channel_const(g, r->in[2], 2, C, &b, &s2) ||
+            !bd_graph_channel_const(g, r->in[3], 2, C, &mean, &s3) ||
+            !bd_graph_channel_const(g, r->in[4], 2, C, &var, &s4))
             return 0;
         double eps = ((const bd_norm_params *)r->params)->epsilon;
         for (int64_t m = 0; m < C; m++) { /* as the BatchNormalization kernel: in double */
@@ -208,7 +208,7 @@ static braid_status fold_affine(bd_graph *g, int i, int *readers, int *reader, u
     const float *b0 = NULL;
     int bs = 0;
     /* (as BatchNormalization's inputs: a 1-D (C) lines up with the channels of a rank-2 (N, C)) */
-    if (bv >= 0 && (!channel_const(g, bv, 2, C, &b0, &bs) || g->values[bv].rank != 1)) return BRAID_OK;
+    if (bv >= 0 && (!bd_graph_channel_const(g, bv, 2, C, &b0, &bs) || g->values[bv].rank != 1)) return BRAID_OK;
     /* A chain of affine nodes (affine after affine is affine), each the only
      * reader of what it reads. */
     const float *s[MAX_AFFINE], *t[MAX_AFFINE];

@@ -104,28 +104,26 @@ static int one_plus_erf(const fa_ctx *c, int v, int chain[3])
     return -1;
 }
 
+/* x when e is made by Add(Erf(...x...), 1) (one_plus_erf, chain its nodes); else -1. */
+static int erf_of(const fa_ctx *c, int e, int x, int chain[3])
+{
+    return x >= 0 && one_plus_erf(c, e, chain) == x ? x : -1;
+}
+
 /* Mul node n (the chain's last) computes GELU(X): returns X, or -1; chain
- * gets the other four nodes. */
+ * gets the other four nodes. n = Mul(a, Mul(p, q)), and with E = 1 + erf:
+ * Mul(X, Mul(E, 0.5)), Mul(E, Mul(X, 0.5)) or Mul(Mul(X, E), 0.5). */
 static int gelu_of(const fa_ctx *c, const bd_node *n, int chain[4])
 {
     for (int s = 0; s < 2; s++) {
-        int a = n->in[s], b = n->in[1 - s];
-        bd_node *m = sole(c, b);
+        int a = n->in[s];
+        bd_node *m = sole(c, n->in[1 - s]);
         if (!m || m->op != BD_OP_Mul || m->n_in != 2) continue;
         for (int t = 0; t < 2; t++) {
-            int x;
-            /* Mul(X, Mul(1 + erf, 0.5)) */
-            if (const_is(c->g, m->in[1 - t], 0.5f) && (x = one_plus_erf(c, m->in[t], chain + 1)) >= 0 && x == a) {
-                chain[0] = node_index(c, m);
-                return x;
-            }
-            /* Mul(1 + erf, Mul(X, 0.5)) */
-            if (const_is(c->g, m->in[1 - t], 0.5f) && (x = one_plus_erf(c, a, chain + 1)) >= 0 && x == m->in[t]) {
-                chain[0] = node_index(c, m);
-                return x;
-            }
-            /* Mul(Mul(X, 1 + erf), 0.5) */
-            if (const_is(c->g, a, 0.5f) && (x = one_plus_erf(c, m->in[1 - t], chain + 1)) >= 0 && x == m->in[t]) {
+            int p = m->in[t], q = m->in[1 - t], x = -1;
+            if (const_is(c->g, q, 0.5f)) x = erf_of(c, p, a, chain + 1) >= 0 ? a : erf_of(c, a, p, chain + 1);
+            else if (const_is(c->g, a, 0.5f)) x = erf_of(c, q, p, chain + 1);
+            if (x >= 0) {
                 chain[0] = node_index(c, m);
                 return x;
             }

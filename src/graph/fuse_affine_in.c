@@ -21,26 +21,6 @@
 
 #define MAX_CHAIN 4
 
-/* Constant v as factors per input channel against an input of rank R with C
- * channels: 1 with *f and *stride (1 per channel, 0 one value for all). */
-static int in_channel_const(const bd_graph *g, int v, int R, int64_t C, const float **f, int *stride)
-{
-    if (v < 0) return 0;
-    const bd_value *val = &g->values[v];
-    if (!(val->flags & BD_VAL_CONST) || val->dtype != BRAID_DTYPE_FLOAT || !val->data || val->rank < 0 ||
-        val->rank > R)
-        return 0;
-    int ch = 1 - (R - val->rank), per = 0;
-    for (int d = 0; d < val->rank; d++) {
-        if (val->dims[d] == 1) continue;
-        if (d != ch || val->dims[d] != C) return 0;
-        per = 1;
-    }
-    *f = val->data;
-    *stride = per;
-    return 1;
-}
-
 static int pads_nothing(const bd_conv_params *p)
 {
     if (p->auto_pad != BD_PAD_NOTSET && p->auto_pad != BD_PAD_VALID) return 0;
@@ -86,7 +66,7 @@ static braid_status fold_in(bd_graph *g, int i, int *readers, const int *produce
         const float *f;
         int st;
         for (int q = 0; q < 2 && k < 0; q++)
-            if (in_channel_const(g, r->in[q], R, C, &f, &st)) k = q;
+            if (bd_graph_channel_const(g, r->in[q], R, C, &f, &st)) k = q;
         if (k < 0 || r->in[1 - k] < 0) break;
         const bd_value *x = &g->values[r->in[1 - k]];
         if (x->dtype && x->dtype != BRAID_DTYPE_FLOAT) break;
@@ -170,7 +150,6 @@ static braid_status fold_in(bd_graph *g, int i, int *readers, const int *produce
 braid_status bd_graph_fuse_affine_in(bd_graph *g, bd_err *e)
 {
     braid_status st = BRAID_OK;
-    int n0 = g->n_values;
     /* each fold adds two values: room for them in the counts */
     int cap = g->n_values + 2 * g->n_nodes + 1;
     int *readers = bd_calloc((size_t)cap, sizeof *readers);
@@ -185,7 +164,6 @@ braid_status bd_graph_fuse_affine_in(bd_graph *g, bd_err *e)
         for (int k = 0; k < nd->n_out; k++)
             if (nd->out[k] >= 0) producer[nd->out[k]] = i;
     }
-    (void)n0;
     int folded = 0;
     for (int i = 0; i < g->n_nodes; i++)
         if (!gone[i]) BD_TRY(fold_in(g, i, readers, producer, gone, &folded, e));

@@ -114,10 +114,14 @@ void bd_attr_free(bd_attr *a);
 void bd_node_free(bd_node *n);
 /* Load-time fusions (src/graph/fuse.c): Conv + Relu/LeakyRelu/Clip. */
 braid_status bd_graph_fuse(bd_graph *g, bd_err *e);
-/* For the fusions that rewrite weights (fuse.c, fuse_affine_in.c): a new
+/* For the fusions that rewrite weights (fuse.c, fuse_affine_in.c): constant
+ * v as per-channel factors against a tensor of rank R with C channels (dim
+ * 1): 1 and *f, *stride (1 per channel, 0 for one value for all) when it is
+ * a float constant that broadcasts along the channel axis only; a new
  * constant float value named base + suffix, of the given dims, holding data
  * (taken; -1 when out of memory); and the data of constant v dropped once
  * nothing reads it (readers: per value, the slots that read it). */
+int bd_graph_channel_const(const bd_graph *g, int v, int R, int64_t C, const float **f, int *stride);
 int bd_graph_new_const(bd_graph *g, const char *base, const char *suffix, int rank, const int64_t *dims, float *data);
 void bd_graph_drop_if_unread(bd_graph *g, int v, const int *readers);
 /* Removes the nodes a fusion absorbed (gone[i] = 1) and sorts the rest again. */
