@@ -214,16 +214,12 @@ static braid_status bind_out(bd_nest *n, const bd_nest_call *c, int i, const bd_
     bd_tensor *o = &c->out[i];
     char a[160], b[160];
     if (c->node->out[i] < 0) return BRAID_OK;
-    if (o->rank >= 0) {
-        int fixed = 1;
-        for (int d = 0; d < o->rank; d++) fixed &= o->dims[d] >= 0;
-        if (fixed && o->data) {
-            if (!bd_shape_equal(o, t) || !bd_dt_alike(o->dtype, t->dtype))
-                return BD_FAIL(e, BRAID_ERR_SHAPE, "output %d has shape %s %s but was planned as %s %s", i,
-                               bd_dtype_name(t->dtype), bd_shape_str(t, a, sizeof a), bd_dtype_name(o->dtype),
-                               bd_shape_str(o, b, sizeof b));
-            return BRAID_OK;
-        }
+    if (bd_shape_known(o) && o->data) {
+        if (!bd_shape_equal(o, t) || !bd_dt_alike(o->dtype, t->dtype))
+            return BD_FAIL(e, BRAID_ERR_SHAPE, "output %d has shape %s %s but was planned as %s %s", i,
+                           bd_dtype_name(t->dtype), bd_shape_str(t, a, sizeof a), bd_dtype_name(o->dtype),
+                           bd_shape_str(o, b, sizeof b));
+        return BRAID_OK;
     }
     size_t bytes;
     int slot = n->n_buf - c->node->n_out + i;
@@ -573,10 +569,6 @@ fail:
 
 /* ---- SequenceMap ----------------------------------------------------------------- */
 
-/* The body once per element: element i of every sequence input (they must
- * be as long as the first), the tensor inputs whole; output k of each run
- * becomes element i of sequence output k (copied into the run's pool: the
- * body's memory is reused by its next run). Host memory only. */
 /* The object that container value slot (backend memory) points at. */
 static braid_status box_read(bd_nest *n, const void *slot, const void **obj, bd_err *e)
 {
@@ -587,10 +579,13 @@ static braid_status box_read(bd_nest *n, const void *slot, const void **obj, bd_
     return BRAID_OK;
 }
 
-/* SequenceMap: the body once per position of the sequence inputs. What
- * sequences hold is host memory on every backend: where the backend's is
- * not (CUDA), each element is written to a buffer of the backend's before
- * the body runs, and each result read back into the run's pool. */
+/* The body once per element: element i of every sequence input (they must
+ * be as long as the first), the tensor inputs whole; output k of each run
+ * becomes element i of sequence output k (copied into the run's pool: the
+ * body's memory is reused by its next run). What sequences hold is host
+ * memory on every backend: where the backend's is not (CUDA), each element
+ * is written to a buffer of the backend's before the body runs, and each
+ * result read back into the run's pool. */
 static braid_status run_sequence_map(bd_nest *n, const bd_nest_call *c, bd_err *e)
 {
     braid_status st = BRAID_OK;
@@ -652,14 +647,13 @@ static braid_status run_sequence_map(bd_nest *n, const bd_nest_call *c, bd_err *
                              bd_dtype_name(outs[k].t.dtype), bd_dtype_name(res[k]->elem));
                 goto fail;
             }
-            if (host || outs[k].host) {
-                bd_tensor t = outs[k].t;
-                if (outs[k].host) t.data = (void *)outs[k].host;
+            bd_tensor t = outs[k].t;
+            if (outs[k].host) { /* the host reads it where it is (always so on the CPU) */
+                t.data = (void *)outs[k].host;
                 BD_TRY(bd_tensor_clone(c->pool, &t, &res[k]->items[i], e));
                 continue;
             }
             size_t nb;
-            bd_tensor t = outs[k].t;
             BD_TRY(bd_tensor_nbytes(&t, &nb, e));
             void *h = bd_strpool_alloc(c->pool, nb ? nb : 1); /* strings: their pointers, into the run's pool */
             BD_CHECK_ALLOC(e, h);

@@ -202,14 +202,6 @@ static void shape_union(bd_tensor *a, const bd_tensor *b)
         if (a->dims[d] != b->dims[d]) a->dims[d] = -1;
 }
 
-static int shape_known(const bd_tensor *t)
-{
-    if (t->rank < 0) return 0;
-    for (int d = 0; d < t->rank; d++)
-        if (t->dims[d] < 0) return 0;
-    return 1;
-}
-
 static braid_status scalar_of(const bd_tensor *t, int dtype, const char *what, bd_err *e)
 {
     if (t->dtype != dtype)
@@ -302,7 +294,7 @@ static braid_status infer_loop(const bd_node *n, const bd_control_params *p, con
         bd_tensor t = in[2 + j];
         t.data = NULL;
         shape_union(&t, &bout[1 + j]); /* a shape that changes is known only at the end */
-        stable &= shape_known(&t);
+        stable &= bd_shape_known(&t);
         if (j < n->n_out) out[j] = t;
     }
     /* The trip count is known now when M is and the condition is left out
@@ -388,7 +380,7 @@ static braid_status infer_scan(const bd_node *n, const bd_control_params *p, con
         }
         bd_tensor t = bin[j];
         shape_union(&t, &bout[j]);
-        stable &= shape_known(&t);
+        stable &= bd_shape_known(&t);
         if (j >= n->n_out) continue;
         out[j] = t;
         if (B && t.rank >= 0) { /* the batch axis again */
@@ -465,6 +457,6 @@ double bd_control_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *o
     for (int i = 0; i < n->n_in; i++)
         if (in[i].rank >= 0) c += 10.0 * (double)bd_numel(&in[i]);
     for (int i = 0; i < n->n_out; i++)
-        if (shape_known(&out[i])) c += 10.0 * (double)bd_numel(&out[i]);
+        if (bd_shape_known(&out[i])) c += 10.0 * (double)bd_numel(&out[i]);
     return c;
 }

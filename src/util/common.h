@@ -112,6 +112,14 @@ braid_status bd_tensor_nbytes(const bd_tensor *t, size_t *out, bd_err *e);
 /* "1x3x224x224" (or "scalar"); buf of at least 160 bytes. */
 const char *bd_shape_str(const bd_tensor *t, char *buf, size_t n);
 int bd_shape_equal(const bd_tensor *a, const bd_tensor *b);
+/* 1 when t's rank and every dim are known (none negative). */
+static inline int bd_shape_known(const bd_tensor *t)
+{
+    if (t->rank < 0) return 0;
+    for (int d = 0; d < t->rank; d++)
+        if (t->dims[d] < 0) return 0;
+    return 1;
+}
 
 /* Multi-directional (numpy) broadcasting of a and b into out's rank/dims. */
 braid_status bd_broadcast_shape(const bd_tensor *a, const bd_tensor *b, bd_tensor *out, bd_err *e);

@@ -769,21 +769,6 @@ static void tuning(void)
 
 /* ---- 11. host nodes ---------------------------------------------------------------- */
 
-/* A string tensor initializer (mbuild writes raw data only). */
-static void init_strings(mb *b, Onnx__GraphProto *g, const char *name, int n, const char *const *v)
-{
-    int64_t dims[1] = {n};
-    Onnx__TensorProto *t = mb_tensor(b, name, BRAID_DTYPE_STRING, 1, dims, NULL, 0);
-    t->has_raw_data = 0;
-    t->n_string_data = (size_t)n;
-    t->string_data = mb_alloc(b, (size_t)n * sizeof *t->string_data);
-    for (int i = 0; i < n; i++) {
-        t->string_data[i].data = (uint8_t *)mb_str(b, v[i]);
-        t->string_data[i].len = strlen(v[i]);
-    }
-    mb_push(b, (void ***)&g->initializer, &g->n_initializer, t);
-}
-
 static void host_nodes(void)
 {
     mb b = {0};
@@ -795,7 +780,7 @@ static void host_nodes(void)
     int64_t one = 1;
     mb_init(&b, g, "idx", BRAID_DTYPE_INT64, 0, NULL, &one, sizeof one);
     static const char *const keys[3] = {"AB", "CD", "EF"};
-    init_strings(&b, g, "k", 3, keys);
+    mb_init_strings(&b, g, "k", 3, keys);
     mb_node(&b, g, "Relu", "x", "r", "relu");
     mb_node(&b, g, "SequenceConstruct", "x,r", "seq", "construct");
     mb_node(&b, g, "SequenceAt", "seq,idx", "y", "at");

@@ -150,6 +150,21 @@ static inline void mb_init(mb *b, Onnx__GraphProto *g, const char *name, int dty
     mb_push(b, (void ***)&g->initializer, &g->n_initializer, mb_tensor(b, name, dtype, rank, dims, data, bytes));
 }
 
+/* A 1-D string initializer of n strings. */
+static inline void mb_init_strings(mb *b, Onnx__GraphProto *g, const char *name, int n, const char *const *v)
+{
+    int64_t dims[1] = {n};
+    Onnx__TensorProto *t = mb_tensor(b, name, BRAID_DTYPE_STRING, 1, dims, NULL, 0);
+    t->has_raw_data = 0;
+    t->n_string_data = (size_t)n;
+    t->string_data = mb_alloc(b, (size_t)n * sizeof *t->string_data);
+    for (int i = 0; i < n; i++) {
+        t->string_data[i].data = (uint8_t *)mb_str(b, v[i]);
+        t->string_data[i].len = strlen(v[i]);
+    }
+    mb_push(b, (void ***)&g->initializer, &g->n_initializer, t);
+}
+
 static inline Onnx__NodeProto *mb_node(mb *b, Onnx__GraphProto *g, const char *op, const char *ins, const char *outs,
                                 const char *name)
 {

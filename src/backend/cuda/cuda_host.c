@@ -58,14 +58,6 @@ static braid_status run_alloc(cuda_state *s, void **p, size_t n, bd_err *e)
     return BRAID_OK;
 }
 
-static int dims_known(const bd_tensor *t)
-{
-    if (t->rank < 0) return 0;
-    for (int d = 0; d < t->rank; d++)
-        if (t->dims[d] < 0) return 0;
-    return 1;
-}
-
 braid_status bd_cuda_host_launch(cuda_state *s, bd_cuda_kernel *k)
 {
     braid_status st = BRAID_OK;
@@ -97,7 +89,7 @@ braid_status bd_cuda_host_launch(cuda_state *s, bd_cuda_kernel *k)
         out[q] = k->out[q];
         out[q].data = NULL;
         /* Omitted, or its size only the kernel knows (it allocates). */
-        if (n->out[q] < 0 || (!k->out[q].data && !dims_known(&k->out[q]))) continue;
+        if (n->out[q] < 0 || (!k->out[q].data && !bd_shape_known(&k->out[q]))) continue;
         size_t nb;
         BD_TRY(bd_tensor_nbytes(&k->out[q], &nb, e));
         void *h = bd_calloc(1, nb ? nb : 1);
@@ -111,7 +103,7 @@ braid_status bd_cuda_host_launch(cuda_state *s, bd_cuda_kernel *k)
     for (int q = 0; q < k->n_out; q++) {
         if (n->out[q] < 0) continue;
         size_t nb;
-        if (!out[q].data || !dims_known(&out[q])) {
+        if (!out[q].data || !bd_shape_known(&out[q])) {
             st = BD_FAIL(e, BRAID_ERR_INTERNAL, "the host kernel left output %d without data or shape", q);
             goto fail;
         }
