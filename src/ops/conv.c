@@ -86,6 +86,15 @@ braid_status bd_conv_geometry(const bd_node *n, const bd_tensor *x, const bd_ten
     char sx[160], sw[160];
     braid_status st;
     if (!p) return BD_FAIL(e, BRAID_ERR_INTERNAL, "attributes were not parsed");
+    bd_tensor xl, wl;
+    if (p->layout == BD_LAYOUT_NHWC) { /* read the logical (N, C, H, W) and (M, C/group, KH, KW) */
+        if (tr || x->rank != 4 || w->rank != 4)
+            return BD_FAIL(e, BRAID_ERR_INTERNAL, "an NHWC %s must be a 2-D Conv", n->op_type);
+        xl = *x, wl = *w;
+        if (!p->x_nchw) xl.dims[1] = x->dims[3], xl.dims[2] = x->dims[1], xl.dims[3] = x->dims[2];
+        wl.dims[0] = w->dims[3], wl.dims[1] = w->dims[2], wl.dims[2] = w->dims[0], wl.dims[3] = w->dims[1];
+        x = &xl, w = &wl;
+    }
     /* A dtype braid does not run is UNSUPPORTED; inputs that disagree are DTYPE. */
     if ((st = bd_expect_dtype(x, "input X", e, BRAID_DTYPE_FLOAT, BRAID_DTYPE_FLOAT16, BRAID_DTYPE_BFLOAT16, 0)))
         return st;
@@ -210,6 +219,9 @@ braid_status bd_conv_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out
     out[0].dims[0] = g.n;
     out[0].dims[1] = g.c_out;
     for (int i = 0; i < g.nsp; i++) out[0].dims[2 + i] = g.y[i];
+    const bd_conv_params *p = n->params;
+    if (p->layout == BD_LAYOUT_NHWC) /* (N, H, W, M) */
+        out[0].dims[1] = g.y[0], out[0].dims[2] = g.y[1], out[0].dims[3] = g.c_out;
     return BRAID_OK;
 }
 
@@ -218,6 +230,9 @@ double bd_conv_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out)
     const bd_conv_params *p = n->params;
     if (!p || in[1].rank < 3 || out[0].rank < 3) return 0;
     double taps = 1;
+    if (p->layout == BD_LAYOUT_NHWC) /* W is (KH, KW, C/group, M) */
+        return 2.0 * (double)bd_numel(&out[0]) * (double)in[1].dims[0] * (double)in[1].dims[1] *
+               (double)in[1].dims[2];
     for (int i = 2; i < in[1].rank; i++) taps *= (double)in[1].dims[i];
     /* Each output (Conv) or input (ConvTranspose) element meets
      * channels-per-group x taps weights, one multiply and one add each. */

@@ -80,6 +80,10 @@ typedef struct bd_conv_params {
     int act;                            /* bd_conv_act, set by fusion (Conv only) */
     float act_a, act_b;
     int res;                            /* bd_conv_res, set by plan-time fusion: input 3 is added */
+    /* Set by the layout pass (src/graph/layout.c), 2-D Conv only. NHWC: Y
+     * and the residual are (N, H, W, M), W is (KH, KW, C/group, M) and X is
+     * (N, H, W, C), or (N, C, H, W) when x_nchw is set. */
+    int layout, x_nchw;
 } bd_conv_params;
 
 /* The resolved geometry of one Conv or ConvTranspose call. Spatial arrays

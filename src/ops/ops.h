@@ -69,6 +69,13 @@ enum {
     BD_OPF_NO_FOLD = 1u << 3
 };
 
+/* Memory layouts of 4-D float values, chosen per value when a plan is made
+ * (src/graph/layout.c). A value's shape is always its physical one: an NHWC
+ * value of logical shape (N, C, H, W) has dims (N, H, W, C). Ops that run on
+ * NHWC data say so in their parsed attributes (bd_conv_params.layout,
+ * bd_pool_params.layout); every other op sees plain row-major tensors. */
+enum { BD_LAYOUT_NCHW = 0, BD_LAYOUT_NHWC = 1 };
+
 /* Domains braid knows. */
 typedef enum bd_domain {
     BD_DOM_ONNX = 0,     /* "" (also written "ai.onnx") */

@@ -134,8 +134,9 @@ braid_status bd_pool_geometry(const bd_node *n, const bd_tensor *x, bd_pool_geom
         return BD_FAIL(e, BRAID_ERR_SHAPE,
                        "input has rank %d, but kernel_shape has %d dims (rank %d expected: N, C "
                        "and the spatial dims)", x->rank, p->nsp, p->nsp + 2);
+    int sp0 = p->layout == BD_LAYOUT_NHWC ? 1 : 2; /* the first spatial dim */
     for (int i = 0; i < p->nsp; i++) {
-        int64_t L = x->dims[2 + i], k = p->kernel[i], s = p->strides[i];
+        int64_t L = x->dims[sp0 + i], k = p->kernel[i], s = p->strides[i];
         int64_t ek = (k - 1) * p->dilations[i] + 1; /* the window's extent */
         int64_t pb = p->pads[i], pe = p->pads[p->nsp + i];
         g->in[i] = L;
@@ -218,8 +219,13 @@ braid_status bd_pool_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out
     out[0].rank = x->rank;
     out[0].dims[0] = x->dims[0];
     out[0].dims[1] = x->dims[1];
+    const bd_pool_params *p = n->params;
+    int nhwc = p && p->layout == BD_LAYOUT_NHWC; /* (N, H, W, C) in and out */
+    if (nhwc && x->rank != 4)
+        return BD_FAIL(e, BRAID_ERR_INTERNAL, "an NHWC %s must be 2-D", n->op_type);
     if (n->op == BD_OP_GlobalAveragePool || n->op == BD_OP_GlobalMaxPool || n->op == BD_OP_GlobalLpPool) {
         for (int i = 2; i < x->rank; i++) out[0].dims[i] = 1;
+        if (nhwc) out[0].dims[1] = 1, out[0].dims[3] = x->dims[3];
         return BRAID_OK;
     }
     if (n->op == BD_OP_MaxUnpool) {
@@ -233,6 +239,7 @@ braid_status bd_pool_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out
     st = bd_pool_geometry(n, x, &g, e);
     if (st != BRAID_OK) return st;
     for (int i = 0; i < g.nsp; i++) out[0].dims[2 + i] = g.out[i];
+    if (nhwc) out[0].dims[1] = g.out[0], out[0].dims[2] = g.out[1], out[0].dims[3] = x->dims[3];
     if (n->op == BD_OP_MaxPool && n->n_out > 1) { /* Indices: int64, Y's shape */
         out[1] = out[0];
         out[1].dtype = BRAID_DTYPE_INT64;

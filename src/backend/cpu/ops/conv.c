@@ -16,6 +16,7 @@
 #include "convwin.h"
 #include "convepi.h"
 #include "convdirect.h"
+#include "convnhwc.h"
 #include "fbuf.h"
 
 #include <cblas.h>
@@ -1144,6 +1145,13 @@ braid_status bd_cpu_conv(const bd_kernel *k)
     braid_status st = bd_conv_geometry(k->node, &k->in[0], &k->in[1],
                                        k->n_in > 2 ? &k->in[2] : NULL, &g, k->err);
     if (st) return st;
+    const bd_conv_params *p = k->node->params;
+    if (p->layout == BD_LAYOUT_NHWC) {
+        if (k->in[0].dtype != BRAID_DTYPE_FLOAT)
+            return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "an NHWC Conv runs float32 only, not %s",
+                           bd_dtype_name(k->in[0].dtype));
+        return bd_conv_nhwc(k, &g);
+    }
     if (bd_is_half(k->in[0].dtype)) return conv_half(k, &g);
     return conv_float(k, &g);
 }

@@ -8,6 +8,7 @@
 #include "backend/cpu/ops/elementwise.h"
 #include "backend/cpu/parallel.h"
 #include "ops/pool.h"
+#include "convnhwc.h"
 
 #include <float.h>
 #include <math.h>
@@ -546,6 +547,11 @@ static braid_status unpool(const bd_kernel *k)
 braid_status bd_cpu_pool(const bd_kernel *k)
 {
     const int op = k->node->op, f32 = k->in[0].dtype == BRAID_DTYPE_FLOAT;
+    const bd_pool_params *p = k->node->params;
+    if (p && p->layout == BD_LAYOUT_NHWC) {
+        if (!f32) return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "an NHWC %s runs float32 only", k->node->op_type);
+        return bd_pool_nhwc(k);
+    }
     switch (op) {
     case BD_OP_MaxPool:
     case BD_OP_AveragePool: return f32 ? window_pool(k) : window_generic(k);

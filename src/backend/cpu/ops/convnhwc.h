@@ -1,0 +1,21 @@
+/* convnhwc.h: the conv and pool kernels on NHWC data (convnhwc.c,
+ * poolnhwc.c), for the nodes the layout pass (src/graph/layout.c) set to
+ * BD_LAYOUT_NHWC. conv.c and pool.c dispatch to them. */
+#ifndef BD_CPU_CONVNHWC_H
+#define BD_CPU_CONVNHWC_H
+
+#include "backend/cpu/cpu_ops.h"
+
+struct bd_conv_geom; /* ops/conv.h */
+
+/* A 2-D float Conv (geometry g): X (N, H, W, C), or (N, C, H, W) when the
+ * node's x_nchw is set; W (KH, KW, C/group, M); B (M) optional; the
+ * residual (input 3, when res is set) and Y (N, OH, OW, M); bias, residual
+ * and activation applied as bd_conv_epilogue orders them. */
+braid_status bd_conv_nhwc(const bd_kernel *k, const struct bd_conv_geom *g);
+
+/* A 2-D float MaxPool or AveragePool (one output), GlobalAveragePool or
+ * GlobalMaxPool: X and Y (N, H, W, C). */
+braid_status bd_pool_nhwc(const bd_kernel *k);
+
+#endif /* BD_CPU_CONVNHWC_H */
