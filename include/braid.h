@@ -176,6 +176,13 @@ braid_status braid_options_set_tf32(braid_options *o, int enable);
  * the branches concurrently is worth less (default on). 0 keeps every Add a
  * node of its own, e.g. to measure what folding gains. */
 braid_status braid_options_set_fold(braid_options *o, int enable);
+/* Lets the CPU backend choose each value's memory layout when it plans:
+ * 2-D float convolutions, and the pools, elementwise ops, Concats and
+ * Resizes around them, run on NHWC data where the plan finds that pays, with
+ * a conversion only where NHWC meets an op that needs NCHW (default on; the
+ * CUDA backend keeps NCHW). 0 keeps every value NCHW. Inputs and outputs
+ * are NCHW either way. */
+braid_status braid_options_set_layout(braid_options *o, int enable);
 /* The most cuDNN workspace a CUDA session gives the convolutions of one
  * stream, in MiB (0 to 65536; default 64; 0 allows only algorithms that need
  * none). The first run of each convolution shape in a process times cuDNN's

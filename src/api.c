@@ -246,6 +246,12 @@ braid_status braid_options_set_fold(braid_options *o, int enable)
     o->x.no_fold = enable == 0;
     return BRAID_OK;
 }
+braid_status braid_options_set_layout(braid_options *o, int enable)
+{
+    OPT_CHECK(o, 1, "");
+    o->x.no_layout = enable == 0;
+    return BRAID_OK;
+}
 braid_status braid_options_set_cuda_workspace(braid_options *o, int64_t mib)
 {
     OPT_CHECK(o, mib >= 0 && mib <= 65536, "the CUDA workspace must be 0 to 65536 MiB");
@@ -581,6 +587,7 @@ static braid_status get_plan(braid_session *s, const bd_tensor *in, bd_prepared 
         if (!ms) ms = -(s->be->auto_streams ? s->be->auto_streams(s->bstate) : BD_AUTO_MAX_STREAMS);
         bd_prepare_opts po = {.max_streams = ms, .fill_cost = s->be->fill_cost,
                               .min_parallelism = s->be->min_parallelism, .no_fold = s->x.no_fold,
+                              .layout = s->be->layouts && !s->x.no_layout,
                               .loop_limit = s->x.loop_limit ? s->x.loop_limit : BD_LOOP_LIMIT_DEFAULT};
         braid_status st = bd_prepare(g, in, NULL, &po, p, e);
         if (!st) st = bd_stage_prepare(&s->runner, p, e);

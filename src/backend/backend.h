@@ -18,6 +18,7 @@ typedef struct bd_exec_opts {
     int profile;     /* collect per-node timings into the trace */
     int allow_tf32;  /* CUDA: let cuDNN and cuBLAS use TF32 tensor cores (default off) */
     int no_fold;     /* no plan-time Conv+Add folds (bd_inst_fuse_add) */
+    int no_layout;   /* every value NCHW (no layout pass, src/graph/layout.c) */
     int64_t cuda_workspace;  /* CUDA: cuDNN workspace per stream, bytes; < 0: BD_CUDA_WORKSPACE_DEFAULT */
     struct bd_notes *notes;  /* the session's notes (backend/notes.h): where a backend says what it did
                               * instead of what was asked; set by the session, NULL in options */
@@ -54,6 +55,7 @@ typedef struct bd_prepare_opts {
     double min_parallelism; /* the backend's (bd_backend.min_parallelism; 0: BD_MIN_PARALLELISM) */
     int no_fold;        /* 1: leave every Add a node of its own */
     int64_t loop_limit; /* most iterations of one Loop node (see bd_exec_opts) */
+    int layout;         /* 1: run the layout pass (src/graph/layout.c) on top-level plans */
 } bd_prepare_opts;
 
 struct bd_prepared;
@@ -160,6 +162,8 @@ typedef struct bd_backend {
     /* An automatic plan uses several streams only for graphs at least this
      * parallel (total work over critical-path work; 0: BD_MIN_PARALLELISM). */
     double min_parallelism;
+    /* 1: its kernels run NHWC Conv and pool nodes (the layout pass's). */
+    int layouts;
     /* One line naming the device and the library versions the session runs
      * with, and the device's memory bandwidth in bytes/s (optional: the CPU
      * has none). */

@@ -265,7 +265,8 @@ braid_status bd_prepare(const bd_graph *g, const bd_tensor *inputs, const unsign
     BD_CHECK_ALLOC(e, p->sig);
     p->sig_len = bd_signature(g, inputs, known, p->sig, len);
     BD_TRY(bd_inst_build(g, inputs, known, &p->inst, e));
-    p->g = p->inst.g; /* a flat graph where an If was replaced by its branch */
+    if (o->layout && !known) BD_TRY(bd_inst_layout(&p->inst, inputs, e));
+    p->g = p->inst.g; /* a flat graph where an If was replaced by its branch, or the layout pass ran */
     BD_TRY(plan_inst(p, e));
     return BRAID_OK;
 fail:

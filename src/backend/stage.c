@@ -231,6 +231,12 @@ void bd_stages_print(FILE *f, const bd_prepared *p, int indent)
                     fprintf(f, " (Loop: %s%s%s read on the host, %s on CUDA)", trips ? "M" : "", trips && cond ? " and " : "",
                             cond ? "its condition, then the body's after every iteration," : "",
                             cond ? "one synchronization each" : "one synchronization");
+                if (p->inst.vlayout) { /* the layout pass ran: name the NHWC outputs */
+                    int nh = 0;
+                    for (int k = 0; k < n->n_out; k++)
+                        if (n->out[k] >= 0 && p->inst.vlayout[n->out[k]] == BD_LAYOUT_NHWC) nh++;
+                    if (nh) fprintf(f, " (NHWC)");
+                }
                 if (p->runner && !p->runner->host_mem) { /* CUDA */
                     if (bd_cuda_host_node(n, &p->inst))
                         fprintf(f, " (on the host: its stream synchronized, its inputs copied to the host, its "
@@ -244,6 +250,12 @@ void bd_stages_print(FILE *f, const bd_prepared *p, int indent)
             }
         fprintf(f, "%*sstreams %d, events %d, arena %zu bytes (intermediates %zu bytes)\n", indent, "", pl->n_streams,
                 pl->n_events, pl->arena_size, pl->sum_bufs);
+        if (p->inst.vlayout) {
+            int nh = 0;
+            for (int v = 0; v < g->n_values; v++) nh += p->inst.vlayout[v] == BD_LAYOUT_NHWC;
+            fprintf(f, "%*slayout: %d values NHWC (named name@nhwc, dims N, H, W, C), the rest NCHW; %d layout "
+                    "conversion%s\n", indent, "", nh, p->inst.n_conversions, p->inst.n_conversions == 1 ? "" : "s");
+        }
         if (p->n_bvals) {
             fprintf(f, "%*sstage %d ends: the host reads", indent, "", p->inst.stage);
             for (int k = 0; k < p->n_bvals; k++) {

@@ -20,7 +20,7 @@ typedef struct cli_opts {
     const char *dot;
     const char *profile;
     braid_backend backend;
-    int streams, threads, cuda_graph, tf32, no_fold;
+    int streams, threads, cuda_graph, tf32, no_fold, no_layout;
     int cuda_workspace;   /* MiB, -1 = the default */
     int io_buffers;       /* bench: inputs written into the session's host-shared buffers, outputs read */
     int iterations, warmup;

@@ -23,6 +23,7 @@ braid_status cli_session(const cli_opts *o, const braid_model *m, int max_stream
     if (!st) st = braid_options_set_cuda_graph(opt, o->cuda_graph);
     if (!st) st = braid_options_set_tf32(opt, o->tf32);
     if (!st) st = braid_options_set_fold(opt, !o->no_fold);
+    if (!st) st = braid_options_set_layout(opt, !o->no_layout);
     if (!st && o->cuda_workspace >= 0) st = braid_options_set_cuda_workspace(opt, o->cuda_workspace);
     if (!st) st = braid_options_set_loop_limit(opt, o->loop_limit);
     if (!st && o->profile) st = braid_options_set_profile(opt, o->profile);

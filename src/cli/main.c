@@ -21,6 +21,8 @@ static const char usage[] =
     "  --cuda-graph              (capture the run once as a CUDA graph)\n"
     "  --tf32                    (let cuBLAS/cuDNN use TF32 for fp32 work)\n"
     "  --no-fold                 (keep every Add apart from the Conv that feeds it)\n"
+    "  --layout auto|nchw        (CPU: NHWC convolutions where the plan finds it pays (auto, the\n"
+    "                            default), or every value NCHW)\n"
     "  --cuda-workspace MB       (cuDNN workspace per stream; default 64)\n"
     "  --io-buffers              (bench: write inputs into the session's host-shared buffers, read outputs)\n"
     "  --loop-limit N            (most iterations of one Loop node; default 2^24)\n"
@@ -67,6 +69,9 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--cuda-graph")) { o.cuda_graph = 1; takes = 0; }
         else if (!strcmp(a, "--tf32")) { o.tf32 = 1; takes = 0; }
         else if (!strcmp(a, "--no-fold")) { o.no_fold = 1; takes = 0; }
+        else if (!strcmp(a, "--layout") && v && !strcmp(v, "nchw")) o.no_layout = 1;
+        else if (!strcmp(a, "--layout") && v && !strcmp(v, "auto")) o.no_layout = 0;
+        else if (!strcmp(a, "--layout")) { fprintf(stderr, "braid: --layout takes auto or nchw\n%s", usage); return CLI_USAGE; }
         else if (!strcmp(a, "--io-buffers")) { o.io_buffers = 1; takes = 0; }
         else if (a[0] == '-' && a[1] == '-' && !v) { fprintf(stderr, "braid: %s needs a value\n%s", a, usage); return CLI_USAGE; }
         else if (!strcmp(a, "--input")) { if (o.n_inputs == CLI_MAX_ARGS) return cli_fail("too many --input"); o.inputs[o.n_inputs++] = v; }

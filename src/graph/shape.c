@@ -130,6 +130,8 @@ void bd_inst_free(bd_inst *x)
     bd_free(x->fused);
     bd_free((void *)x->node);
     bd_flat_free(x->flat, x->flat_own);
+    bd_free(x->vlayout);
+    bd_lay_own_free(x->lay);
     memset(x, 0, sizeof *x);
 }
 

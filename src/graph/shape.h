@@ -50,6 +50,12 @@ typedef struct bd_inst {
     /* Strings that nodes folded here made (string tensors point into it);
      * made on first use. */
     struct bd_strpool *strings;
+    /* After the layout pass (src/graph/layout.c) changed something: per
+     * value of the flat graph, its layout (BD_LAYOUT_*), the conversions
+     * it planned, and what it allocated. NULL / 0 otherwise. */
+    unsigned char *vlayout;
+    int n_conversions;
+    struct bd_lay_own *lay;
 } bd_inst;
 
 /* Replaces If node `at` of x (its condition known) by branch b (0: then,
@@ -77,6 +83,14 @@ static inline int bd_inst_boundary(const bd_inst *x, int v)
     return x->n_later && ((x->vflag[v] & BD_IV_READBACK) || ((x->vflag[v] & BD_IV_RUNTIME) && (x->vflag[v] & BD_IV_EXPORT)));
 }
 void bd_inst_free(bd_inst *x);
+
+/* The layout pass (src/graph/layout.c): on a built first-stage instance of
+ * a top-level plan (no If inlined, no later stage), chooses NHWC for the 2-D
+ * float Convs and the ops around them where that pays, and makes x an
+ * instance of a flat graph with the NHWC nodes and the conversions; inputs
+ * as given to bd_inst_build. Leaves x as it was when nothing changes. */
+braid_status bd_inst_layout(bd_inst *x, const bd_tensor *inputs, bd_err *e);
+void bd_lay_own_free(struct bd_lay_own *o);
 
 /* Plan-time fusion (src/graph/fuse.c): folds an Add into the Conv that
  * produces one of its inputs (and the Relu, LeakyRelu or Clip right after the

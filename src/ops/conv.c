@@ -32,7 +32,7 @@ braid_status bd_conv_parse(bd_node *n, bd_err *e)
     BD_TRY(bd_attr_string(n, "auto_pad", "NOTSET", &ap, e));
     int found = 0;
     for (int i = 0; i < 4; i++)
-        if (strcmp(ap, auto_pad_names[i]) == 0) { p->auto_pad = (bd_auto_pad)i; found = 1; }
+        if (strcmp(ap, auto_pad_names[i]) == 0) { p->auto_pad = (bd_conv_pad)i; found = 1; }
     if (!found) {
         st = BD_FAIL(e, BRAID_ERR_INVALID_MODEL, "attribute 'auto_pad' is '%s'; expected NOTSET, "
                      "SAME_UPPER, SAME_LOWER or VALID", ap);

@@ -8,12 +8,12 @@
 
 #define BD_CONV_MAX_SPATIAL 3 /* 1-D, 2-D and 3-D convolutions */
 
-typedef enum bd_auto_pad {
+typedef enum bd_conv_pad {
     BD_PAD_NOTSET = 0,
     BD_PAD_SAME_UPPER = 1,
     BD_PAD_SAME_LOWER = 2,
     BD_PAD_VALID = 3
-} bd_auto_pad;
+} bd_conv_pad;
 
 /* An activation fused into a Conv by src/graph/fuse.c (a Relu, LeakyRelu,
  * Clip, HardSigmoid, HardSwish or Sigmoid that was the Conv's only consumer,
@@ -69,7 +69,7 @@ static inline BD_HOST_DEVICE float bd_conv_epilogue(int act, float a, float b, i
  * means the attribute is absent (defaults apply once the rank is known). */
 typedef struct bd_conv_params {
     int64_t group;
-    bd_auto_pad auto_pad;
+    bd_conv_pad auto_pad;
     int n_kernel, n_strides, n_dilations, n_pads, n_out_pad, n_out_shape;
     int64_t kernel[BD_MAX_RANK];
     int64_t strides[BD_MAX_RANK];

@@ -328,6 +328,7 @@ const bd_backend bd_backend_cpu = {
      * (tried), MiniLM, the PP-OCRv4 detector and PicoDet took two streams
      * and ran 1.3-1.8x slower than serial on 2 cores (scripts/bench-cpu). */
     .min_parallelism = 0,
+    .layouts = 1,
     .name = "cpu",
     .open = cpu_open,
     .close = cpu_close,
