@@ -78,6 +78,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         ("braid_options_set_cuda_graph", i, [vp, i]),
         ("braid_options_set_tf32", i, [vp, i]),
         ("braid_options_set_fold", i, [vp, i]),
+        ("braid_options_set_layout", i, [vp, i]),
         ("braid_options_set_cuda_workspace", i, [vp, i64]),
         ("braid_options_set_loop_limit", i, [vp, i64]),
         ("braid_options_set_profile", i, [vp, cp]),

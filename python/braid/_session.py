@@ -125,6 +125,9 @@ class SessionOptions:
         enable_tf32: let cuBLAS and cuDNN use TF32 for float32 (about 1e-3 relative error).
         enable_fold: fold an Add into the Conv that produces it where the planner's
             cost estimate says so (default True).
+        enable_layout: let the CPU backend run convolutions and the ops around them
+            on NHWC data where its plan finds that pays (default True; False keeps
+            every value NCHW).
         cuda_workspace_mib: the most cuDNN workspace per stream, MiB (None = braid's 64).
         loop_limit: the most iterations one Loop node may run (0 = braid's default, 2^24).
         profile_path: write a Chrome trace-event JSON there when the session ends
@@ -137,7 +140,7 @@ class SessionOptions:
     """
 
     __slots__ = ("intra_op_num_threads", "max_streams", "enable_cuda_graph", "enable_tf32",
-                 "enable_fold", "cuda_workspace_mib", "loop_limit", "profile_path",
+                 "enable_fold", "enable_layout", "cuda_workspace_mib", "loop_limit", "profile_path",
                  "enable_profiling", "profile_file_prefix", "graph_optimization_level",
                  "execution_mode", "inter_op_num_threads", "log_severity_level",
                  "log_verbosity_level", "logid")
@@ -148,6 +151,7 @@ class SessionOptions:
         self.enable_cuda_graph: bool = False
         self.enable_tf32: bool = False
         self.enable_fold: bool = True
+        self.enable_layout: bool = True
         self.cuda_workspace_mib: Optional[int] = None
         self.loop_limit: int = 0
         self.profile_path: Optional[str] = None
@@ -178,6 +182,7 @@ class SessionOptions:
             _check(lib.braid_options_set_cuda_graph(o, int(bool(self.enable_cuda_graph))))
             _check(lib.braid_options_set_tf32(o, int(bool(self.enable_tf32))))
             _check(lib.braid_options_set_fold(o, int(bool(self.enable_fold))))
+            _check(lib.braid_options_set_layout(o, int(bool(self.enable_layout))))
             if self.cuda_workspace_mib is not None:
                 _check(lib.braid_options_set_cuda_workspace(o, int(self.cuda_workspace_mib)))
             _check(lib.braid_options_set_loop_limit(o, int(self.loop_limit)))

@@ -21,7 +21,7 @@ typedef struct bt_io {
 
 /* Options from the configuration's parameters; -1 where not given. */
 typedef struct bt_options {
-    int streams, threads, cuda_graph, tf32, fold;
+    int streams, threads, cuda_graph, tf32, fold, layout;
     int64_t cuda_workspace_mb;
 } bt_options;
 

@@ -65,6 +65,7 @@ static TRITONSERVER_Error *set_options(const bt_model *m, braid_options *o, TRIT
     if (!st && p->cuda_graph >= 0) st = braid_options_set_cuda_graph(o, p->cuda_graph);
     if (!st && p->tf32 >= 0) st = braid_options_set_tf32(o, p->tf32);
     if (!st && p->fold >= 0) st = braid_options_set_fold(o, p->fold);
+    if (!st && p->layout >= 0) st = braid_options_set_layout(o, p->layout);
     if (!st && p->cuda_workspace_mb >= 0) st = braid_options_set_cuda_workspace(o, p->cuda_workspace_mb);
     if (st) return bt_error(bt_code(st), "braid: model '%s': %s", m->name, braid_last_error());
     return NULL;

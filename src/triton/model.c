@@ -342,7 +342,7 @@ static int parse_bool(const char *s, int *out)
 /* parameters { key: "streams" value: { string_value: "4" } } and the like. */
 static TRITONSERVER_Error *parse_parameters(bt_model *m, const bj *params)
 {
-    m->opt = (bt_options){-1, -1, -1, -1, -1, -1};
+    m->opt = (bt_options){-1, -1, -1, -1, -1, -1, -1};
     for (int i = 0; i < bj_len(params); i++) {
         const char *key = params->k[i];
         const char *val = bj_str(bj_get(bj_at(params, i), "string_value"));
@@ -365,10 +365,11 @@ static TRITONSERVER_Error *parse_parameters(bt_model *m, const bj *params)
         if (strcmp(key, "cuda_graph") == 0) slot = &m->opt.cuda_graph;
         else if (strcmp(key, "tf32") == 0) slot = &m->opt.tf32;
         else if (strcmp(key, "fold") == 0) slot = &m->opt.fold;
+        else if (strcmp(key, "layout") == 0) slot = &m->opt.layout;
         if (!slot)
             return bt_error(TRITONSERVER_ERROR_INVALID_ARG,
                             "braid: model '%s': unknown parameter '%s' (braid's are streams, threads, cuda_graph, tf32, "
-                            "fold, cuda_workspace_mb)",
+                            "fold, layout, cuda_workspace_mb)",
                             m->name, key);
         if (!parse_bool(val, &flag))
             return bt_error(TRITONSERVER_ERROR_INVALID_ARG, "braid: model '%s': parameter '%s' is '%s': expected true or false",

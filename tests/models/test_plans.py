@@ -22,6 +22,10 @@ shape the design promises, read from `braid plan` and `braid run --profile`.
   apart. In residual, skips computed before the conv fold at any stream
   count, and the projection block folds into its main-path conv so the
   shortcut still runs beside it.
+- layout (CPU, the default --layout auto): the convolutions of two_conv_add
+  and inception run NHWC, with conversions only at the graph's edges, and
+  the outputs are bitwise identical for any --streams and --threads (the
+  checks above on streams, events and folds plan with --layout nchw).
 - --profile writes Chrome trace JSON with one track per stream and one slice
   per node, naming its op and shapes.
 Usage: test_plans.py BRAID MODELS_DIR
@@ -46,7 +50,10 @@ def check(cond, what):
 
 
 def plan(braid, model, *args):
-    p = subprocess.run([braid, "plan", model, *args], capture_output=True, text=True)
+    """The plan's streams and summary; NCHW unless args choose a layout (the
+    checks on streams, events and folds are about the scheduler)."""
+    layout = [] if "--layout" in args else ["--layout", "nchw"]
+    p = subprocess.run([braid, "plan", model, *args, *layout], capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"braid plan {model} failed: {p.stderr}")
     streams = {}
@@ -240,6 +247,15 @@ def main():
         check(ns == 1 and ne == 0, f"{name}: --streams 1 gives 1 stream and no events, got {ns}, {ne}")
         check(arena <= total, f"{name}: arena {arena} <= intermediates {total}")
 
+    for name, args in (("two_conv_add", ["--shape", "x=8x16x32x32", "--streams", "1"]), ("inception", [])):
+        p = subprocess.run([braid, "plan", m(name), "--backend", "cpu", *args], capture_output=True, text=True)
+        launches = [l.split(": launch ")[1] for l in p.stdout.splitlines() if ": launch " in l]
+        convs = [a for a in launches if a.startswith(("conv", "t1_", "t2_", "t3_", "t4_"))]
+        check(convs and all(a.endswith("(NHWC)") for a in convs), f"{name}: the convolutions run NHWC, got {launches}")
+        inner = [a for a in launches if a.startswith("to_n")]
+        check(all(re.fullmatch(r"to_nhwc\(x\) \(NHWC\)|to_nchw\(y\)", a) for a in inner),
+              f"{name}: conversions only at the edges, got {inner}")
+
     # Outputs are bitwise identical for any number of streams and threads.
     with tempfile.TemporaryDirectory() as tmp:
         for name, args in (("wide", []), ("two_conv_add", ["--shape", "x=4x16x32x32"]), ("fpn", []),
@@ -259,8 +275,8 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         prof = os.path.join(tmp, "trace.json")
-        p = subprocess.run([braid, "run", m("inception"), "--backend", "cpu", "--streams", "8", "--profile", prof],
-                           capture_output=True, text=True)
+        p = subprocess.run([braid, "run", m("inception"), "--backend", "cpu", "--streams", "8", "--profile", prof,
+                            "--layout", "nchw"], capture_output=True, text=True)
         check(p.returncode == 0, f"run --profile exits 0: {p.stderr}")
         trace = json.load(open(prof))["traceEvents"]
         slices = [e for e in trace if e["ph"] == "X"]
