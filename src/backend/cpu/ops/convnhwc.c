@@ -1,8 +1,30 @@
-/* convnhwc.c: 2-D Conv on NHWC data (see convnhwc.h). */
+/* convnhwc.c: 2-D Conv on NHWC data (see convnhwc.h). On AVX-512 (16 lanes)
+ * or AVX2 + FMA (8 lanes), chosen at run time, output channels sit in vector
+ * lanes and each microkernel (convnhwc_kern.h) computes a tile of up to 8
+ * output pixels of one row times up to 4 vectors of channels:
+ *  - an implicit GEMM for every group count with more than one input channel
+ *    per group or more than one output channel per group: input values
+ *    broadcast, weight rows W[kh][kw][c][m..] loaded as vectors (W read in
+ *    place, M contiguous); X is NHWC or, for a first conv (x_nchw), NCHW:
+ *    only the channel stride differs. A 1x1 unpadded stride-1 conv walks the
+ *    N*H*W pixels as one row.
+ *  - depthwise (one input and one output channel per group): channels in
+ *    lanes, input read as vectors.
+ * The padding costs no memory: the pixels whose windows lie inside the image
+ * run in tiles over the row's full tap list; each border pixel runs alone
+ * over the taps that land inside. Work is cut into (channel block, image,
+ * output row) tasks, or pixel chunks for the flat 1x1 case, independently of
+ * the thread count, and each output is one FMA chain in a fixed tap and
+ * channel order: the bits do not depend on the threads. Elsewhere (no AVX2,
+ * or more than NK_MAX_TAPS taps) plain loops. */
 #include "convnhwc.h"
+#include "backend/cpu/parallel.h"
 #include "ops/conv.h"
 
-braid_status bd_conv_nhwc(const bd_kernel *k, const bd_conv_geom *g)
+#include <stdatomic.h>
+
+/* The reference loops: any geometry, any group count. */
+static void conv_loops(const bd_kernel *k, const bd_conv_geom *g)
 {
     const bd_conv_params *p = k->node->params;
     const float *x = k->in[0].data, *w = k->in[1].data;
@@ -33,5 +55,284 @@ braid_status bd_conv_nhwc(const bd_kernel *k, const bd_conv_geom *g)
                     int64_t o = ((n * OH + oh) * OW + ow) * M + m;
                     y[o] = bd_conv_epilogue(p->act, p->act_a, p->act_b, p->res, acc, b ? b[m] : 0.0f, z ? z[o] : 0.0f);
                 }
+}
+
+static int nk_cap = 2; /* bd_conv_nhwc_cap */
+
+void bd_conv_nhwc_cap(int level) { nk_cap = level; }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "convepi.h"
+
+#define NK_MAX_TAPS 256  /* taps of one window the fast paths take (their lists live on the stack) */
+#define NK_FLAT_CHUNK 96 /* pixels per task of the flat 1x1 walk */
+
+/* One microkernel call: RB pixels (the kernel's constant) of one output row,
+ * nm output channels from the block's first. */
+typedef struct nk_tile {
+    const float *x;      /* pixel 0 of the tile at tap offset 0, the block's first input channel */
+    int64_t xps, sc;     /* X strides: between the tile's pixels, between channels */
+    int64_t cg, ldw;     /* gemm: input channels summed per tap; W's row stride (M) */
+    const int64_t *toff; /* per tap: its offset in X */
+    const float *const *tw; /* per tap: W at (tap, c 0, the block's first channel) */
+    int ntap;
+    float *y;            /* pixel 0, the block's first channel; pixels ldy apart */
+    const float *z;      /* the residual, laid out as y, or NULL */
+    const float *b;      /* the bias at the block's first channel, or NULL */
+    int64_t ldy, nm;
+    int act, res;
+    float aa, ab;
+} nk_tile;
+
+/* ---- AVX-512F: 16 lanes -------------------------------------------------- */
+#define NK_SUF(name) name##_512
+#define NK_TARGET __attribute__((target("avx512f")))
+#define NK_VL 16
+#define NK_NVMAX 4
+typedef __m512 nk_vec;
+typedef __mmask16 nk_mask;
+#define NK_ZERO() _mm512_setzero_ps()
+#define NK_LOAD(p) _mm512_loadu_ps(p)
+#define NK_LOADM(p, m) _mm512_maskz_loadu_ps((m), (p))
+#define NK_BCAST(p) _mm512_set1_ps(*(p))
+#define NK_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define NK_MASK(n) ((__mmask16)((n) >= 16 ? 0xFFFF : (1u << (n)) - 1))
+#define NK_EPI(t, acc, r, v, m, nl)                                                                               \
+    do {                                                                                                          \
+        __m512 b_ = (t)->b ? _mm512_maskz_loadu_ps((m), (t)->b + (v) * 16) : _mm512_setzero_ps();                  \
+        const float *z_ = (t)->z ? (t)->z + (r) * (t)->ldy + (v) * 16 : NULL;                                      \
+        __m512 e_ = pg_epi16((acc), b_, z_, (m), (t)->act, _mm512_set1_ps((t)->aa), _mm512_set1_ps((t)->ab),       \
+                             (t)->res);                                                                           \
+        _mm512_mask_storeu_ps((t)->y + (r) * (t)->ldy + (v) * 16, (m), e_);                                       \
+    } while (0)
+#include "convnhwc_kern.h"
+#undef NK_SUF
+#undef NK_TARGET
+#undef NK_VL
+#undef NK_NVMAX
+#undef NK_ZERO
+#undef NK_LOAD
+#undef NK_LOADM
+#undef NK_BCAST
+#undef NK_FMA
+#undef NK_MASK
+#undef NK_EPI
+
+/* ---- AVX2 + FMA: 8 lanes, the epilogue in scalar code after the store ----- */
+__attribute__((target("avx2"))) static inline __m256i nk_mask8(int64_t n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)BD_MIN(n, (int64_t)8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* The epilogue of nl stored sums at y (residual z, bias b: either NULL). */
+static inline void nk_epi_lanes(const nk_tile *t, float *y, const float *z, const float *b, int64_t nl)
+{
+    if (!b && !t->res && t->act == BD_ACT_NONE) return;
+    for (int64_t l = 0; l < nl; l++)
+        y[l] = bd_conv_epilogue(t->act, t->aa, t->ab, t->res, y[l], b ? b[l] : 0.0f, z ? z[l] : 0.0f);
+}
+
+#define NK_SUF(name) name##_256
+#define NK_TARGET __attribute__((target("avx2,fma")))
+#define NK_VL 8
+#define NK_NVMAX 2
+typedef __m256 nk_vec8;
+typedef __m256i nk_mask8_t;
+#define nk_vec nk_vec8
+#define nk_mask nk_mask8_t
+#define NK_ZERO() _mm256_setzero_ps()
+#define NK_LOAD(p) _mm256_loadu_ps(p)
+#define NK_LOADM(p, m) _mm256_maskload_ps((p), (m))
+#define NK_BCAST(p) _mm256_broadcast_ss(p)
+#define NK_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define NK_MASK(n) nk_mask8(n)
+#define NK_EPI(t, acc, r, v, m, nl)                                                                               \
+    do {                                                                                                          \
+        float *y_ = (t)->y + (r) * (t)->ldy + (v) * 8;                                                             \
+        _mm256_maskstore_ps(y_, (m), (acc));                                                                      \
+        nk_epi_lanes((t), y_, (t)->z ? (t)->z + (r) * (t)->ldy + (v) * 8 : NULL, (t)->b ? (t)->b + (v) * 8 : NULL, \
+                     (nl));                                                                                       \
+    } while (0)
+#include "convnhwc_kern.h"
+#undef nk_vec
+#undef nk_mask
+
+/* 0: plain loops, 1: AVX2 + FMA, 2: AVX-512F. */
+static int nk_level(void)
+{
+    static _Atomic int lvl = -1; /* threads may ask at once: the same answer, stored atomically */
+    int l = atomic_load_explicit(&lvl, memory_order_relaxed);
+    if (l < 0) {
+        __builtin_cpu_init();
+        l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        atomic_store_explicit(&lvl, l, memory_order_relaxed);
+    }
+    return BD_MIN(l, nk_cap);
+}
+
+/* Output pixels per tile for NV vectors. */
+static int nk_rows(int lvl, int nv) { return lvl == 2 ? (nv == 4 ? 6 : 8) : (nv == 2 ? 6 : 8); }
+
+/* The whole call. Channel blocks: each group's mg output channels (all M
+ * channels for depthwise) cut into nb blocks of about equal vector counts. */
+typedef struct nk_job {
+    const bd_conv_geom *g;
+    const bd_conv_params *p;
+    const float *x, *w, *b, *z;
+    float *y;
+    int lvl, dw, flat;
+    int64_t C, M, H, W, OH, OW, cg, mg, sc, sh, sw;
+    int64_t nvec, nb;  /* vectors of a group's channels, blocks they are cut into */
+    int64_t units;     /* per block: output rows (N * OH), or pixel chunks (flat) */
+} nk_job;
+
+/* Block bi of a group: its first channel and vector count. */
+static void nk_block(const nk_job *j, int64_t bi, int64_t *m0, int *nv)
+{
+    int64_t q = j->nvec / j->nb, rem = j->nvec % j->nb, vl = j->lvl == 2 ? 16 : 8;
+    *nv = (int)(q + (bi < rem));
+    *m0 = vl * (bi * q + BD_MIN(bi, rem));
+}
+
+/* Runs tile t over `count` pixels (t->x, t->y and t->z at the first) in
+ * kernels of up to nk_rows pixels. */
+static void nk_run(const nk_job *j, nk_tile *t, int nv, int64_t count)
+{
+    int rb = nk_rows(j->lvl, nv);
+    void (*const *tab)(const nk_tile *) = j->lvl == 2 ? nk_tab_512[j->dw][nv - 1] : nk_tab_256[j->dw][nv - 1];
+    const float *x0 = t->x, *z0 = t->z;
+    float *y0 = t->y;
+    for (int64_t i = 0; i < count; i += rb) {
+        int r = (int)BD_MIN((int64_t)rb, count - i);
+        t->x = x0 + i * t->xps;
+        t->y = y0 + i * t->ldy;
+        t->z = z0 ? z0 + i * t->ldy : NULL;
+        tab[r](t);
+    }
+}
+
+static void nk_tasks(void *ctx, int64_t begin, int64_t end)
+{
+    const nk_job *j = ctx;
+    const bd_conv_geom *g = j->g;
+    const bd_conv_params *p = j->p;
+    int64_t KH = g->k[0], KW = g->k[1];
+    int64_t toff[NK_MAX_TAPS], btoff[NK_MAX_TAPS];
+    const float *tw[NK_MAX_TAPS], *btw[NK_MAX_TAPS];
+    int64_t khv[NK_MAX_TAPS];
+    for (int64_t task = begin; task < end; task++) {
+        int64_t blk = task / j->units, u = task % j->units;
+        int64_t gi = j->dw ? 0 : blk / j->nb, bi = j->dw ? blk : blk % j->nb, m0;
+        int nv;
+        nk_block(j, bi, &m0, &nv);
+        int64_t mc = gi * j->mg + m0; /* the block's first output channel */
+        int64_t lanes = nv * (j->lvl == 2 ? 16 : 8);
+        nk_tile t = {.sc = j->sc, .cg = j->cg, .ldw = j->M, .toff = toff, .tw = tw, .ldy = j->M,
+                     .nm = BD_MIN(lanes, (j->dw ? j->M : j->mg) - m0), .act = p->act, .res = p->res, .aa = p->act_a, .ab = p->act_b};
+        t.b = j->b ? j->b + mc : NULL;
+        if (j->flat) { /* pixels [u * chunk, ...) of all N * H * W, one tap */
+            int64_t p0 = u * NK_FLAT_CHUNK, cnt = BD_MIN((int64_t)NK_FLAT_CHUNK, g->n * j->H * j->W - p0);
+            toff[0] = 0;
+            tw[0] = j->w + mc;
+            t.ntap = 1;
+            t.xps = j->C;
+            t.x = j->x + p0 * j->C + (j->dw ? mc : gi * j->cg);
+            t.y = j->y + p0 * j->M + mc;
+            t.z = j->z ? j->z + p0 * j->M + mc : NULL;
+            nk_run(j, &t, nv, cnt);
+            continue;
+        }
+        int64_t n = u / j->OH, oh = u % j->OH;
+        int64_t ih0 = oh * g->s[0] - g->pb[0];
+        int nkh = 0;
+        for (int64_t kh = 0; kh < KH; kh++) {
+            int64_t ih = ih0 + kh * g->d[0];
+            if (ih >= 0 && ih < j->H) khv[nkh++] = kh;
+        }
+        /* the row's taps, every kw */
+        int ntap = 0;
+        for (int a = 0; a < nkh; a++)
+            for (int64_t kw = 0; kw < KW; kw++, ntap++) {
+                int64_t tap = khv[a] * KW + kw;
+                toff[ntap] = khv[a] * g->d[0] * j->sh + kw * g->d[1] * j->sw;
+                tw[ntap] = j->dw ? j->w + tap * j->M + mc : j->w + tap * j->cg * j->M + mc;
+            }
+        t.xps = g->s[1] * j->sw;
+        const float *xrow = j->x + n * j->C * j->H * j->W + ih0 * j->sh + gi * j->cg * j->sc + (j->dw ? mc : 0);
+        int64_t yrow = (n * j->OH + oh) * j->OW * j->M + mc;
+        /* the interior: ow with every kw inside */
+        int64_t s1 = g->s[1], lo = (g->pb[1] + s1 - 1) / s1;
+        int64_t hi_num = j->W - 1 - (KW - 1) * g->d[1] + g->pb[1];
+        int64_t hi = hi_num < 0 ? 0 : hi_num / s1 + 1;
+        lo = BD_MIN(lo, j->OW), hi = BD_MIN(hi, j->OW);
+        if (hi < lo) hi = lo;
+        for (int64_t ow = 0; ow < j->OW; ow++) {
+            if (ow == lo && hi > lo) { /* the interior in tiles */
+                t.toff = toff, t.tw = tw, t.ntap = ntap;
+                t.x = xrow + (lo * s1 - g->pb[1]) * j->sw;
+                t.y = j->y + yrow + lo * j->M;
+                t.z = j->z ? j->z + yrow + lo * j->M : NULL;
+                nk_run(j, &t, nv, hi - lo);
+                ow = hi - 1;
+                continue;
+            }
+            int64_t iw0 = ow * s1 - g->pb[1];
+            int nb = 0;
+            for (int i = 0; i < ntap; i++) {
+                int64_t kw = i % KW, iw = iw0 + kw * g->d[1];
+                if (iw < 0 || iw >= j->W) continue;
+                btoff[nb] = toff[i], btw[nb] = tw[i], nb++;
+            }
+            t.toff = btoff, t.tw = btw, t.ntap = nb;
+            t.x = xrow + iw0 * j->sw;
+            t.y = j->y + yrow + ow * j->M;
+            t.z = j->z ? j->z + yrow + ow * j->M : NULL;
+            nk_run(j, &t, nv, 1);
+        }
+    }
+}
+
+/* The vector paths; *done 0 when they do not take the call. */
+static void conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *done)
+{
+    const bd_conv_params *p = k->node->params;
+    nk_job j = {.g = g, .p = p, .x = k->in[0].data, .w = k->in[1].data, .y = k->out[0].data};
+    j.b = k->n_in > 2 && k->in[2].data ? k->in[2].data : NULL;
+    j.z = p->res && k->n_in > 3 ? k->in[3].data : NULL;
+    j.lvl = nk_level();
+    *done = 0;
+    if (j.lvl == 0 || g->k[0] * g->k[1] > NK_MAX_TAPS) return;
+    j.C = g->c_in, j.M = g->c_out, j.H = g->x[0], j.W = g->x[1], j.OH = g->y[0], j.OW = g->y[1];
+    j.cg = j.C / g->group, j.mg = j.M / g->group;
+    j.sc = p->x_nchw ? j.H * j.W : 1, j.sh = p->x_nchw ? j.W : j.W * j.C, j.sw = p->x_nchw ? 1 : j.C;
+    j.dw = j.cg == 1 && j.mg == 1 && !p->x_nchw;
+    int64_t lanes = j.dw ? j.M : j.mg, vl = j.lvl == 2 ? 16 : 8, nvmax = j.lvl == 2 ? 4 : 2;
+    j.nvec = (lanes + vl - 1) / vl;
+    j.nb = (j.nvec + nvmax - 1) / nvmax;
+    j.flat = !p->x_nchw && g->k[0] == 1 && g->k[1] == 1 && g->s[0] == 1 && g->s[1] == 1 && g->pb[0] == 0 &&
+             g->pb[1] == 0 && g->pe[0] == 0 && g->pe[1] == 0;
+    j.units = j.flat ? (g->n * j.H * j.W + NK_FLAT_CHUNK - 1) / NK_FLAT_CHUNK : g->n * j.OH;
+    *done = 1;
+    int64_t blocks = j.dw ? j.nb : g->group * j.nb, tasks = blocks * j.units;
+    if (tasks == 0 || j.OW == 0 || j.mg == 0) return;
+    int64_t px = j.flat ? NK_FLAT_CHUNK : j.OW;
+    int64_t macs = BD_MAX(px * g->k[0] * g->k[1] * BD_MAX(j.cg, (int64_t)1) * BD_MIN(lanes, vl * nvmax), (int64_t)1);
+    bd_parallel_for(BD_MAX(k->threads, 1), tasks, BD_MAX((int64_t)1, (1 << 16) / macs), nk_tasks, &j);
+}
+#else
+static void conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *done)
+{
+    (void)k, (void)g;
+    *done = 0;
+}
+#endif
+
+braid_status bd_conv_nhwc(const bd_kernel *k, const bd_conv_geom *g)
+{
+    int done;
+    conv_vec(k, g, &done);
+    if (!done) conv_loops(k, g);
     return BRAID_OK;
 }
