@@ -22,6 +22,7 @@
 #include "ops/conv.h"
 
 #include <stdatomic.h>
+#include <string.h>
 
 /* The reference loops: any geometry, any group count. */
 static void conv_loops(const bd_kernel *k, const bd_conv_geom *g)
@@ -186,6 +187,8 @@ typedef struct nk_job {
     int64_t C, M, H, W, OH, OW, cg, mg, sc, sh, sw;
     int64_t nvec, nb;  /* vectors of a group's channels, blocks they are cut into */
     int64_t units;     /* per block: output rows (N * OH), or pixel chunks (flat) */
+    float *scratch;    /* gemm with border pixels: per worker, scratch_n floats for nk_strip */
+    int64_t scratch_n;
 } nk_job;
 
 /* Block bi of a group: its first channel and vector count. */
@@ -196,24 +199,54 @@ static void nk_block(const nk_job *j, int64_t bi, int64_t *m0, int *nv)
     *m0 = vl * (bi * q + BD_MIN(bi, rem));
 }
 
-/* Runs tile t over `count` pixels (t->x, t->y and t->z at the first) in
- * kernels of up to nk_rows pixels. */
-static void nk_run(const nk_job *j, nk_tile *t, int nv, int64_t count)
+/* Copies the input under output pixels [ow0, ow1) of a row (the kh rows
+ * khv[0..nkh), every column the windows reach, zeros outside the image) to
+ * buf as (nkh, columns, cg) rows: *cols gets the column count. */
+static void nk_strip(const nk_job *j, const float *xrow, const int64_t *khv, int nkh, int64_t ow0, int64_t ow1,
+                     float *buf, int64_t *cols)
 {
-    int rb = nk_rows(j->lvl, nv);
-    void (*const *tab)(const nk_tile *) = j->lvl == 2 ? nk_tab_512[j->dw][nv - 1] : nk_tab_256[j->dw][nv - 1];
-    const float *x0 = t->x, *z0 = t->z;
-    float *y0 = t->y;
-    for (int64_t i = 0; i < count; i += rb) {
-        int r = (int)BD_MIN((int64_t)rb, count - i);
-        t->x = x0 + i * t->xps;
-        t->y = y0 + i * t->ldy;
-        t->z = z0 ? z0 + i * t->ldy : NULL;
-        tab[r](t);
+    const bd_conv_geom *g = j->g;
+    int64_t iw0 = ow0 * g->s[1] - g->pb[1], nc = (ow1 - 1 - ow0) * g->s[1] + (g->k[1] - 1) * g->d[1] + 1;
+    *cols = nc;
+    int64_t v0 = BD_MIN(BD_MAX(-iw0, (int64_t)0), nc), v1 = BD_MAX(BD_MIN(j->W - iw0, nc), v0); /* inside: [v0, v1) */
+    size_t cz = (size_t)j->cg * sizeof *buf;
+    for (int a = 0; a < nkh; a++) {
+        const float *src = xrow + khv[a] * g->d[0] * j->sh + iw0 * j->sw;
+        float *dst = buf + a * nc * j->cg;
+        if (v0 > 0) memset(dst, 0, (size_t)v0 * cz);
+        if (j->sc == 1 && j->cg == j->sw) /* NHWC, one group: the columns lie together */
+            memcpy(dst + v0 * j->cg, src + v0 * j->sw, (size_t)(v1 - v0) * cz);
+        else
+            for (int64_t q = v0; q < v1; q++)
+                for (int64_t c = 0; c < j->cg; c++) dst[q * j->cg + c] = src[q * j->sw + c * j->sc];
+        if (v1 < nc) memset(dst + v1 * j->cg, 0, (size_t)(nc - v1) * cz);
     }
 }
 
-static void nk_tasks(void *ctx, int64_t begin, int64_t end)
+/* Tile t over `count` pixels (t->x, t->y and t->z at the first) in
+ * ceil(count / q) tiles of about equal size (q at most nk_rows). */
+static void nk_run_q(const nk_job *j, nk_tile *t, int nv, int64_t count, int64_t q)
+{
+    void (*const *tab)(const nk_tile *) = j->lvl == 2 ? nk_tab_512[j->dw][nv - 1] : nk_tab_256[j->dw][nv - 1];
+    int64_t rb = nk_rows(j->lvl, nv), nt = BD_CEIL_DIV(count, BD_MIN(BD_MAX(q, (int64_t)1), rb));
+    int64_t qq = count / nt, rem = count % nt;
+    const float *x0 = t->x, *z0 = t->z;
+    float *y0 = t->y;
+    for (int64_t i = 0, p0 = 0; i < nt; i++) {
+        int64_t r = qq + (i < rem);
+        t->x = x0 + p0 * t->xps;
+        t->y = y0 + p0 * t->ldy;
+        t->z = z0 ? z0 + p0 * t->ldy : NULL;
+        tab[r](t);
+        p0 += r;
+    }
+}
+
+/* Runs tile t over `count` pixels (t->x, t->y and t->z at the first) in
+ * balanced tiles of up to nk_rows pixels. */
+static void nk_run(const nk_job *j, nk_tile *t, int nv, int64_t count) { nk_run_q(j, t, nv, count, nk_rows(j->lvl, nv)); }
+
+static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
 {
     const nk_job *j = ctx;
     const bd_conv_geom *g = j->g;
@@ -222,6 +255,7 @@ static void nk_tasks(void *ctx, int64_t begin, int64_t end)
     int64_t toff[NK_MAX_TAPS], btoff[NK_MAX_TAPS];
     const float *tw[NK_MAX_TAPS], *btw[NK_MAX_TAPS];
     int64_t khv[NK_MAX_TAPS];
+    float *strip = j->scratch ? j->scratch + worker * j->scratch_n : NULL;
     for (int64_t task = begin; task < end; task++) {
         int64_t blk = task / j->units, u = task % j->units;
         int64_t gi = j->dw ? 0 : blk / j->nb, bi = j->dw ? blk : blk % j->nb, m0;
@@ -230,7 +264,8 @@ static void nk_tasks(void *ctx, int64_t begin, int64_t end)
         int64_t mc = gi * j->mg + m0; /* the block's first output channel */
         int64_t lanes = nv * (j->lvl == 2 ? 16 : 8);
         nk_tile t = {.sc = j->sc, .cg = j->cg, .ldw = j->M, .toff = toff, .tw = tw, .ldy = j->M,
-                     .nm = BD_MIN(lanes, (j->dw ? j->M : j->mg) - m0), .act = p->act, .res = p->res, .aa = p->act_a, .ab = p->act_b};
+                     .nm = BD_MIN(lanes, (j->dw ? j->M : j->mg) - m0), .act = p->act, .res = p->res,
+                     .aa = p->act_a, .ab = p->act_b};
         t.b = j->b ? j->b + mc : NULL;
         if (j->flat) { /* pixels [u * chunk, ...) of all N * H * W, one tap */
             int64_t p0 = u * NK_FLAT_CHUNK, cnt = BD_MIN((int64_t)NK_FLAT_CHUNK, g->n * j->H * j->W - p0);
@@ -268,6 +303,40 @@ static void nk_tasks(void *ctx, int64_t begin, int64_t end)
         int64_t hi = hi_num < 0 ? 0 : hi_num / s1 + 1;
         lo = BD_MIN(lo, j->OW), hi = BD_MIN(hi, j->OW);
         if (hi < lo) hi = lo;
+        if (strip && (lo > 0 || hi < j->OW)) {
+            /* gemm with border pixels: strips of whole tiles at either end
+             * run from a zero-padded copy, the tiles between from X */
+            int rb = nk_rows(j->lvl, nv);
+            int64_t nt = BD_CEIL_DIV(j->OW, (int64_t)rb), q = j->OW / nt, rem = j->OW % nt;
+            /* tiles of q + 1 (the first rem) or q pixels; tile i starts at i * q + min(i, rem) */
+            int64_t left = 0, mid, ti = 0;
+            while (left < lo) left += q + (ti++ < rem);
+            mid = left;
+            for (int64_t tj = ti; tj < nt; tj++) {
+                int64_t sz = q + (tj < rem);
+                if (mid + sz > hi) break;
+                mid += sz;
+            }
+            if (mid > left) {
+                t.toff = toff, t.tw = tw, t.ntap = ntap;
+                t.x = xrow + (left * s1 - g->pb[1]) * j->sw;
+                t.y = j->y + yrow + left * j->M;
+                t.z = j->z ? j->z + yrow + left * j->M : NULL;
+                nk_run_q(j, &t, nv, mid - left, q + (rem > 0));
+            }
+            for (int side = 0; side < 2; side++) {
+                int64_t a0 = side ? mid : 0, a1 = side ? j->OW : left, cols;
+                if (a1 <= a0) continue;
+                nk_strip(j, xrow, khv, nkh, a0, a1, strip, &cols);
+                for (int i = 0; i < ntap; i++) btoff[i] = (i / KW) * cols * j->cg + (i % KW) * g->d[1] * j->cg;
+                nk_tile ts = t;
+                ts.toff = btoff, ts.tw = tw, ts.ntap = ntap, ts.sc = 1, ts.xps = s1 * j->cg, ts.x = strip;
+                ts.y = j->y + yrow + a0 * j->M;
+                ts.z = j->z ? j->z + yrow + a0 * j->M : NULL;
+                nk_run_q(j, &ts, nv, a1 - a0, q + (rem > 0));
+            }
+            continue;
+        }
         for (int64_t ow = 0; ow < j->OW; ow++) {
             if (ow == lo && hi > lo) { /* the interior in tiles */
                 t.toff = toff, t.tw = tw, t.ntap = ntap;
@@ -295,7 +364,7 @@ static void nk_tasks(void *ctx, int64_t begin, int64_t end)
 }
 
 /* The vector paths; *done 0 when they do not take the call. */
-static void conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *done)
+static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *done)
 {
     const bd_conv_params *p = k->node->params;
     nk_job j = {.g = g, .p = p, .x = k->in[0].data, .w = k->in[1].data, .y = k->out[0].data};
@@ -303,7 +372,7 @@ static void conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *done)
     j.z = p->res && k->n_in > 3 ? k->in[3].data : NULL;
     j.lvl = nk_level();
     *done = 0;
-    if (j.lvl == 0 || g->k[0] * g->k[1] > NK_MAX_TAPS) return;
+    if (j.lvl == 0 || g->k[0] * g->k[1] > NK_MAX_TAPS) return BRAID_OK;
     j.C = g->c_in, j.M = g->c_out, j.H = g->x[0], j.W = g->x[1], j.OH = g->y[0], j.OW = g->y[1];
     j.cg = j.C / g->group, j.mg = j.M / g->group;
     j.sc = p->x_nchw ? j.H * j.W : 1, j.sh = p->x_nchw ? j.W : j.W * j.C, j.sw = p->x_nchw ? 1 : j.C;
@@ -316,23 +385,38 @@ static void conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *done)
     j.units = j.flat ? (g->n * j.H * j.W + NK_FLAT_CHUNK - 1) / NK_FLAT_CHUNK : g->n * j.OH;
     *done = 1;
     int64_t blocks = j.dw ? j.nb : g->group * j.nb, tasks = blocks * j.units;
-    if (tasks == 0 || j.OW == 0 || j.mg == 0) return;
+    if (tasks == 0 || j.OW == 0 || j.mg == 0) return BRAID_OK;
     int64_t px = j.flat ? NK_FLAT_CHUNK : j.OW;
     int64_t macs = BD_MAX(px * g->k[0] * g->k[1] * BD_MAX(j.cg, (int64_t)1) * BD_MIN(lanes, vl * nvmax), (int64_t)1);
-    bd_parallel_for(BD_MAX(k->threads, 1), tasks, BD_MAX((int64_t)1, (1 << 16) / macs), nk_tasks, &j);
+    int64_t grain = BD_MAX((int64_t)1, (1 << 16) / macs);
+    int workers = (int)BD_MAX((int64_t)1, BD_MIN((int64_t)BD_MAX(k->threads, 1), BD_CEIL_DIV(tasks, grain)));
+    /* border pixels of a gemm: each worker's strip holds a whole row at most */
+    int64_t s1 = g->s[1], lo = (g->pb[1] + s1 - 1) / s1, hi_num = j.W - 1 - (g->k[1] - 1) * g->d[1] + g->pb[1];
+    int64_t hi = hi_num < 0 ? 0 : hi_num / s1 + 1;
+    if (!j.dw && !j.flat && (lo > 0 || hi < j.OW)) {
+        j.scratch_n = g->k[0] * ((j.OW - 1) * s1 + (g->k[1] - 1) * g->d[1] + 1) * j.cg;
+        j.scratch = bd_malloc((size_t)workers * (size_t)BD_MAX(j.scratch_n, (int64_t)1) * sizeof(float));
+        if (!j.scratch)
+            return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "NHWC Conv: %d border strips of %lld floats", workers,
+                           (long long)j.scratch_n);
+    }
+    bd_parallel_claim(workers, tasks, grain, nk_tasks, &j);
+    bd_free(j.scratch);
+    return BRAID_OK;
 }
 #else
-static void conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *done)
+static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *done)
 {
     (void)k, (void)g;
     *done = 0;
+    return BRAID_OK;
 }
 #endif
 
 braid_status bd_conv_nhwc(const bd_kernel *k, const bd_conv_geom *g)
 {
     int done;
-    conv_vec(k, g, &done);
-    if (!done) conv_loops(k, g);
-    return BRAID_OK;
+    braid_status st = conv_vec(k, g, &done);
+    if (!st && !done) conv_loops(k, g);
+    return st;
 }
