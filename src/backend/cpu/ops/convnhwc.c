@@ -78,6 +78,7 @@ typedef struct nk_tile {
     int64_t cg, ldw;     /* gemm: input channels summed per tap; W's row stride (M) */
     const int64_t *toff; /* per tap: its offset in X */
     const float *const *tw; /* per tap: W at (tap, c 0, the block's first channel) */
+    const float *const *ind; /* dwi: per pixel and tap, its input or nk_zero */
     int ntap;
     float *y;            /* pixel 0, the block's first channel; pixels ldy apart */
     const float *z;      /* the residual, laid out as y, or NULL */
@@ -86,6 +87,8 @@ typedef struct nk_tile {
     int act, res;
     float aa, ab;
 } nk_tile;
+
+static const float nk_zero[64]; /* the input of a padded tap (dwi): up to 4 vectors */
 
 /* ---- AVX-512F: 16 lanes -------------------------------------------------- */
 #define NK_SUF(name) name##_512
@@ -100,14 +103,20 @@ typedef __mmask16 nk_mask;
 #define NK_BCAST(p) _mm512_set1_ps(*(p))
 #define NK_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
 #define NK_MASK(n) ((__mmask16)((n) >= 16 ? 0xFFFF : (1u << (n)) - 1))
-#define NK_EPI(t, acc, r, v, m, nl)                                                                               \
+#define NK_EPI512(t, acc, r, v, m)                                                                                \
     do {                                                                                                          \
-        __m512 b_ = (t)->b ? _mm512_maskz_loadu_ps((m), (t)->b + (v) * 16) : _mm512_setzero_ps();                  \
-        const float *z_ = (t)->z ? (t)->z + (r) * (t)->ldy + (v) * 16 : NULL;                                      \
-        __m512 e_ = pg_epi16((acc), b_, z_, (m), (t)->act, _mm512_set1_ps((t)->aa), _mm512_set1_ps((t)->ab),       \
-                             (t)->res);                                                                           \
+        __m512 b_ = (t)->b ? _mm512_maskz_loadu_ps((m), (t)->b + (v) * 16) : _mm512_setzero_ps(), e_;               \
+        if (!(t)->res && (t)->act <= BD_ACT_RELU) { /* inline: pg_epi16's switch costs more than a short tile */   \
+            e_ = _mm512_add_ps((acc), b_);                                                                        \
+            if ((t)->act == BD_ACT_RELU) e_ = _mm512_max_ps(e_, _mm512_setzero_ps());                              \
+        } else {                                                                                                  \
+            const float *z_ = (t)->z ? (t)->z + (r) * (t)->ldy + (v) * 16 : NULL;                                  \
+            e_ = pg_epi16((acc), b_, z_, (m), (t)->act, _mm512_set1_ps((t)->aa), _mm512_set1_ps((t)->ab),          \
+                          (t)->res);                                                                              \
+        }                                                                                                         \
         _mm512_mask_storeu_ps((t)->y + (r) * (t)->ldy + (v) * 16, (m), e_);                                       \
     } while (0)
+#define NK_EPI(t, acc, r, v, m, nl) NK_EPI512(t, acc, r, v, m)
 #include "convnhwc_kern.h"
 #undef NK_SUF
 #undef NK_TARGET
@@ -160,6 +169,69 @@ typedef __m256i nk_mask8_t;
 #undef nk_vec
 #undef nk_mask
 
+/* ---- AVX-512F depthwise, KW 3 or 5, column stride S 1 or 2, no column
+ * dilation: each input vector loaded once per kernel row feeds every output
+ * of the tile it is a tap of (kw = q - r S), the kernel row's weights in
+ * registers: half the loads of dw_body, the same FMA order per output. */
+static inline __attribute__((always_inline, target("avx512f"))) void dwb_body(const nk_tile *t, const int NV,
+                                                                              const int RB, const int KW,
+                                                                              const int S)
+{
+    __m512 acc[8][2];
+    int64_t cs = t->xps / S; /* between input columns */
+#pragma GCC unroll 8
+    for (int r = 0; r < RB; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();
+    __mmask16 last = (__mmask16)(t->nm - (NV - 1) * 16 >= 16 ? 0xFFFF : (1u << (t->nm - (NV - 1) * 16)) - 1);
+    for (int a = 0; a < t->ntap; a += KW) {
+        __m512 wv[5][2];
+#pragma GCC unroll 5
+        for (int kw = 0; kw < KW; kw++)
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; v++)
+                wv[kw][v] = _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xFFFF, t->tw[a + kw] + v * 16);
+        const float *xp = t->x + t->toff[a];
+#pragma GCC unroll 24
+        for (int q = 0; q < (RB - 1) * S + KW; q++)
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; v++) {
+                __m512 xv = _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xFFFF, xp + q * cs + v * 16);
+                __asm__("" : "+v"(xv)); /* one load per vector: keep the compiler from folding it into each FMA */
+#pragma GCC unroll 8
+                for (int r = 0; r < RB; r++) {
+                    int kw = q - r * S;
+                    if (kw >= 0 && kw < KW) acc[r][v] = _mm512_fmadd_ps(xv, wv[kw][v], acc[r][v]);
+                }
+            }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < RB; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++)
+            NK_EPI512(t, acc[r][v], r, v, v == NV - 1 ? last : (__mmask16)0xFFFF);
+}
+
+#define DWB_I(KW, S, NV, RB)                                                                                      \
+    static __attribute__((target("avx512f"))) void dwb_##KW##_##S##_##NV##_##RB(const nk_tile *t)               \
+    {                                                                                                             \
+        dwb_body(t, NV, RB, KW, S);                                                                               \
+    }
+#define DWB_R(KW, S, NV)                                                                                          \
+    DWB_I(KW, S, NV, 1) DWB_I(KW, S, NV, 2) DWB_I(KW, S, NV, 3) DWB_I(KW, S, NV, 4) DWB_I(KW, S, NV, 5)          \
+    DWB_I(KW, S, NV, 6) DWB_I(KW, S, NV, 7) DWB_I(KW, S, NV, 8)
+#define DWB_T(KW, S, NV)                                                                                          \
+    {NULL, dwb_##KW##_##S##_##NV##_1, dwb_##KW##_##S##_##NV##_2, dwb_##KW##_##S##_##NV##_3,                      \
+     dwb_##KW##_##S##_##NV##_4, dwb_##KW##_##S##_##NV##_5, dwb_##KW##_##S##_##NV##_6,                           \
+     dwb_##KW##_##S##_##NV##_7, dwb_##KW##_##S##_##NV##_8}
+DWB_R(3, 1, 1) DWB_R(3, 1, 2) DWB_R(3, 2, 1) DWB_R(3, 2, 2)
+DWB_R(5, 1, 1) DWB_R(5, 1, 2) DWB_R(5, 2, 1) DWB_R(5, 2, 2)
+/* [KW 5][S 2][NV - 1][RB] */
+static void (*const dwb_tab[2][2][2][9])(const nk_tile *) = {
+    {{DWB_T(3, 1, 1), DWB_T(3, 1, 2)}, {DWB_T(3, 2, 1), DWB_T(3, 2, 2)}},
+    {{DWB_T(5, 1, 1), DWB_T(5, 1, 2)}, {DWB_T(5, 2, 1), DWB_T(5, 2, 2)}},
+};
+
 /* 0: plain loops, 1: AVX2 + FMA, 2: AVX-512F. */
 static int nk_level(void)
 {
@@ -173,6 +245,12 @@ static int nk_level(void)
     return BD_MIN(l, nk_cap);
 }
 
+/* The microkernel of a level, kind (0 gemm, 1 dw, 2 dwi), NV and RB. */
+static void (*nk_kern(int lvl, int kind, int nv, int rb))(const nk_tile *)
+{
+    return lvl == 2 ? nk_tab_512[kind][nv - 1][rb] : nk_tab_256[kind][nv - 1][rb];
+}
+
 /* Output pixels per tile for NV vectors. */
 static int nk_rows(int lvl, int nv) { return lvl == 2 ? (nv == 4 ? 6 : 8) : (nv == 2 ? 6 : 8); }
 
@@ -183,7 +261,7 @@ typedef struct nk_job {
     const bd_conv_params *p;
     const float *x, *w, *b, *z;
     float *y;
-    int lvl, dw, flat;
+    int lvl, dw, flat, dwb; /* dwb: depthwise interior tiles run dwb_tab */
     int64_t C, M, H, W, OH, OW, cg, mg, sc, sh, sw;
     int64_t nvec, nb;  /* vectors of a group's channels, blocks they are cut into */
     int64_t units;     /* per block: output rows (N * OH), or pixel chunks (flat) */
@@ -227,7 +305,6 @@ static void nk_strip(const nk_job *j, const float *xrow, const int64_t *khv, int
  * ceil(count / q) tiles of about equal size (q at most nk_rows). */
 static void nk_run_q(const nk_job *j, nk_tile *t, int nv, int64_t count, int64_t q)
 {
-    void (*const *tab)(const nk_tile *) = j->lvl == 2 ? nk_tab_512[j->dw][nv - 1] : nk_tab_256[j->dw][nv - 1];
     int64_t rb = nk_rows(j->lvl, nv), nt = BD_CEIL_DIV(count, BD_MIN(BD_MAX(q, (int64_t)1), rb));
     int64_t qq = count / nt, rem = count % nt;
     const float *x0 = t->x, *z0 = t->z;
@@ -237,7 +314,7 @@ static void nk_run_q(const nk_job *j, nk_tile *t, int nv, int64_t count, int64_t
         t->x = x0 + p0 * t->xps;
         t->y = y0 + p0 * t->ldy;
         t->z = z0 ? z0 + p0 * t->ldy : NULL;
-        tab[r](t);
+        nk_kern(j->lvl, j->dw, nv, (int)r)(t);
         p0 += r;
     }
 }
@@ -253,7 +330,7 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
     const bd_conv_params *p = j->p;
     int64_t KH = g->k[0], KW = g->k[1];
     int64_t toff[NK_MAX_TAPS], btoff[NK_MAX_TAPS];
-    const float *tw[NK_MAX_TAPS], *btw[NK_MAX_TAPS];
+    const float *tw[NK_MAX_TAPS], *ind[8 * NK_MAX_TAPS];
     int64_t khv[NK_MAX_TAPS];
     float *strip = j->scratch ? j->scratch + worker * j->scratch_n : NULL;
     for (int64_t task = begin; task < end; task++) {
@@ -337,28 +414,41 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
             }
             continue;
         }
-        for (int64_t ow = 0; ow < j->OW; ow++) {
-            if (ow == lo && hi > lo) { /* the interior in tiles */
-                t.toff = toff, t.tw = tw, t.ntap = ntap;
-                t.x = xrow + (lo * s1 - g->pb[1]) * j->sw;
-                t.y = j->y + yrow + lo * j->M;
-                t.z = j->z ? j->z + yrow + lo * j->M : NULL;
-                nk_run(j, &t, nv, hi - lo);
-                ow = hi - 1;
-                continue;
+        /* no strip (depthwise, or no border pixels): the interior [lo, hi)
+         * in balanced tiles from X, the border pixels on either side in
+         * tiles through pointers (zeros outside the image) */
+        int rb = nk_rows(j->lvl, nv);
+        t.toff = toff, t.tw = tw, t.ntap = ntap;
+        for (int seg = 0; seg < 3; seg++) {
+            int64_t a0 = seg == 0 ? 0 : seg == 1 ? lo : hi, a1 = seg == 0 ? lo : seg == 1 ? hi : j->OW;
+            if (a1 <= a0) continue;
+            int64_t nt = BD_CEIL_DIV(a1 - a0, (int64_t)rb), q = (a1 - a0) / nt, rem = (a1 - a0) % nt;
+            for (int64_t i = 0, ow = a0; i < nt; i++) {
+                int64_t r = q + (i < rem);
+                t.y = j->y + yrow + ow * j->M;
+                t.z = j->z ? j->z + yrow + ow * j->M : NULL;
+                if (seg == 1) {
+                    t.x = xrow + (ow * s1 - g->pb[1]) * j->sw;
+                    if (j->dwb) dwb_tab[KW == 5][s1 == 2][nv - 1][r](&t);
+                    else nk_kern(j->lvl, j->dw, nv, (int)r)(&t);
+                    ow += r;
+                    continue;
+                }
+                for (int64_t e = 0; e < r; e++) {
+                    int64_t iw0 = (ow + e) * s1 - g->pb[1];
+                    const float *base = xrow + iw0 * j->sw, **ip = ind + e * ntap;
+                    for (int64_t kw = 0; kw < KW; kw++) {
+                        uint64_t iw = (uint64_t)(iw0 + kw * g->d[1]);
+                        if (iw >= (uint64_t)j->W)
+                            for (int a = 0; a < nkh; a++) ip[a * KW + kw] = nk_zero;
+                        else
+                            for (int a = 0; a < nkh; a++) ip[a * KW + kw] = base + toff[a * KW + kw];
+                    }
+                }
+                t.ind = ind;
+                nk_kern(j->lvl, 2, nv, (int)r)(&t);
+                ow += r;
             }
-            int64_t iw0 = ow * s1 - g->pb[1];
-            int nb = 0;
-            for (int i = 0; i < ntap; i++) {
-                int64_t kw = i % KW, iw = iw0 + kw * g->d[1];
-                if (iw < 0 || iw >= j->W) continue;
-                btoff[nb] = toff[i], btw[nb] = tw[i], nb++;
-            }
-            t.toff = btoff, t.tw = btw, t.ntap = nb;
-            t.x = xrow + iw0 * j->sw;
-            t.y = j->y + yrow + ow * j->M;
-            t.z = j->z ? j->z + yrow + ow * j->M : NULL;
-            nk_run(j, &t, nv, 1);
         }
     }
 }
@@ -377,7 +467,8 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     j.cg = j.C / g->group, j.mg = j.M / g->group;
     j.sc = p->x_nchw ? j.H * j.W : 1, j.sh = p->x_nchw ? j.W : j.W * j.C, j.sw = p->x_nchw ? 1 : j.C;
     j.dw = j.cg == 1 && j.mg == 1 && !p->x_nchw;
-    int64_t lanes = j.dw ? j.M : j.mg, vl = j.lvl == 2 ? 16 : 8, nvmax = j.lvl == 2 ? 4 : 2;
+    j.dwb = j.lvl == 2 && j.dw && (g->k[1] == 3 || g->k[1] == 5) && (g->s[1] == 1 || g->s[1] == 2) && g->d[1] == 1;
+    int64_t lanes = j.dw ? j.M : j.mg, vl = j.lvl == 2 ? 16 : 8, nvmax = j.lvl == 2 && !j.dwb ? 4 : 2;
     j.nvec = (lanes + vl - 1) / vl;
     j.nb = (j.nvec + nvmax - 1) / nvmax;
     j.flat = !p->x_nchw && g->k[0] == 1 && g->k[1] == 1 && g->s[0] == 1 && g->s[1] == 1 && g->pb[0] == 0 &&
