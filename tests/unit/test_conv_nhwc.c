@@ -5,7 +5,7 @@
  * strides, symmetric and asymmetric pads, dilation, 5x5 and 7x7, a first conv
  * reading NCHW input (x_nchw), depthwise 3x3 / 5x5 / with a multiplier,
  * groups 2 and 4, two images, tiny planes; every fused epilogue; and the same
- * bits on 1 and 3 threads. Tolerance: 1e-4 absolute + 1e-4 relative, for
+ * bits on 1 and 3 threads; W large enough to be packed per call. Tolerance: 1e-4 absolute + 1e-4 relative, for
  * float sums of up to a few thousand N(0,1) products against double. */
 #include <math.h>
 #include <stdio.h>
@@ -142,6 +142,9 @@ static const ncase cases[] = {
     {1, 0, 3, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "no input channels: the bias alone"},
     {0, 3, 4, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "no images"},
     {1, 2, 3, 1, {3, 40}, {1, 17}, {1, 1}, {1, 1}, {0, 8}, {0, 8}, 0, "1x17 (wide window, border pixels)"},
+    {2, 128, 160, 1, {5, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 128->160: W packed per call"},
+    {1, 256, 200, 2, {4, 7}, {3, 3}, {2, 1}, {1, 1}, {1, 0}, {1, 1}, 0, "groups 2, W packed, tails"},
+    {1, 512, 300, 1, {3, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 flat 512->300: W packed"},
 };
 
 /* Every case at every level on 1 and 3 threads against the naive loop, with a bias. */
