@@ -5,18 +5,20 @@
  *  - an implicit GEMM for every group count with more than one input channel
  *    per group or more than one output channel per group: input values
  *    broadcast, weight rows W[kh][kw][c][m..] loaded as vectors (W read in
- *    place, M contiguous); X is NHWC or, for a first conv (x_nchw), NCHW:
- *    only the channel stride differs. A 1x1 unpadded stride-1 conv walks the
- *    N*H*W pixels as one row.
+ *    place, M contiguous, or packed per call into per-block panels when it is
+ *    large); X is NHWC or, for a first conv (x_nchw), NCHW: only the channel
+ *    stride differs. A 1x1 unpadded stride-1 conv walks the N*H*W pixels as
+ *    one row. Rows with border pixels run their end tiles from a zero-padded
+ *    copy of the input under them (a strip, per worker).
  *  - depthwise (one input and one output channel per group): channels in
- *    lanes, input read as vectors.
- * The padding costs no memory: the pixels whose windows lie inside the image
- * run in tiles over the row's full tap list; each border pixel runs alone
- * over the taps that land inside. Work is cut into (channel block, image,
- * output row) tasks, or pixel chunks for the flat 1x1 case, independently of
- * the thread count, and each output is one FMA chain in a fixed tap and
- * channel order: the bits do not depend on the threads. Elsewhere (no AVX2,
- * or more than NK_MAX_TAPS taps) plain loops. */
+ *    lanes, input read as vectors; 3x3 and 5x5 with column stride 1 or 2 on
+ *    AVX-512 load each input vector once per kernel row (dwb); border pixels
+ *    run in tiles whose padded taps read a zero vector (dwi).
+ * Kernel rows outside the image are left out of a row's tap list. Work is
+ * cut into (channel block, image, output row) tasks, or pixel chunks for the
+ * flat 1x1 case, independently of the thread count, and each output is one
+ * FMA chain in a fixed tap and channel order: the bits do not depend on the
+ * threads. Elsewhere (no AVX2, or more than NK_MAX_TAPS taps) plain loops. */
 #include "convnhwc.h"
 #include "backend/cpu/parallel.h"
 #include "ops/conv.h"
@@ -328,7 +330,10 @@ static void nk_run_q(const nk_job *j, nk_tile *t, int nv, int64_t count, int64_t
 
 /* Runs tile t over `count` pixels (t->x, t->y and t->z at the first) in
  * balanced tiles of up to nk_rows pixels. */
-static void nk_run(const nk_job *j, nk_tile *t, int nv, int64_t count) { nk_run_q(j, t, nv, count, nk_rows(j->lvl, nv)); }
+static void nk_run(const nk_job *j, nk_tile *t, int nv, int64_t count)
+{
+    nk_run_q(j, t, nv, count, nk_rows(j->lvl, nv));
+}
 
 static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
 {
