@@ -269,6 +269,7 @@ typedef struct nk_job {
     const float *x, *w, *b, *z;
     float *y;
     int lvl, dw, flat, dwb; /* dwb: depthwise interior tiles run dwb_tab */
+    int merge;              /* gemm, NHWC, one group, no column dilation: a kernel row is one run of KW * C */
     int64_t C, M, H, W, OH, OW, cg, mg, sc, sh, sw;
     int64_t nvec, nb;  /* vectors of a group's channels, blocks they are cut into */
     int64_t units;     /* per block: output rows (N * OH), or pixel chunks (flat) */
@@ -375,10 +376,13 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
             int64_t ih = ih0 + kh * g->d[0];
             if (ih >= 0 && ih < j->H) khv[nkh++] = kh;
         }
-        /* the row's taps, every kw */
+        /* the row's taps, every kw; with merge, one tap per kernel row
+         * whose KW * cg channels lie together in X and in W */
         int ntap = 0;
+        int64_t step = j->merge ? KW : 1, tpk = KW / step;
+        t.cg = j->merge ? KW * j->cg : j->cg;
         for (int a = 0; a < nkh; a++)
-            for (int64_t kw = 0; kw < KW; kw++, ntap++) {
+            for (int64_t kw = 0; kw < KW; kw += step, ntap++) {
                 int64_t tap = khv[a] * KW + kw;
                 toff[ntap] = khv[a] * g->d[0] * j->sh + kw * g->d[1] * j->sw;
                 tw[ntap] = j->dw ? j->w + tap * j->M + mc
@@ -419,7 +423,8 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
                 int64_t a0 = side ? mid : 0, a1 = side ? j->OW : left, cols;
                 if (a1 <= a0) continue;
                 nk_strip(j, xrow, khv, nkh, a0, a1, strip, &cols);
-                for (int i = 0; i < ntap; i++) btoff[i] = (i / KW) * cols * j->cg + (i % KW) * g->d[1] * j->cg;
+                for (int i = 0; i < ntap; i++)
+                    btoff[i] = (i / tpk) * cols * j->cg + (i % tpk) * step * g->d[1] * j->cg;
                 nk_tile ts = t;
                 ts.toff = btoff, ts.tw = tw, ts.ntap = ntap, ts.sc = 1, ts.xps = s1 * j->cg, ts.x = strip;
                 ts.y = j->y + yrow + a0 * j->M;
@@ -523,6 +528,7 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
                            (long long)j.scratch_n);
     }
     j.KK = g->k[0] * g->k[1];
+    j.merge = !j.dw && !j.flat && j.sc == 1 && j.sw == j.cg && g->d[1] == 1;
     j.mgp = j.nvec * vl;
     if (!j.dw && j.mg > vl * nvmax && j.KK * j.cg * j.M >= NK_PACK_MIN) {
         j.wp = bd_malloc((size_t)(g->group * j.KK * j.cg * j.mgp) * sizeof(float));
