@@ -1,0 +1,243 @@
+/* test_conv_nhwc.c: Conv on NHWC data (ops/convnhwc.c: the implicit GEMM,
+ * the flat 1x1 walk and the depthwise kernel) at each vector level (AVX-512,
+ * AVX2, 0: plain loops), against a double-precision loop over the same
+ * NHWC layouts: 1x1 with channel counts off the vector width, 3x3 with
+ * strides, symmetric and asymmetric pads, dilation, 5x5 and 7x7, a first conv
+ * reading NCHW input (x_nchw), depthwise 3x3 / 5x5 / with a multiplier,
+ * groups 2 and 4, two images, tiny planes; every fused epilogue; and the same
+ * bits on 1 and 3 threads; W large enough to be packed per call. Tolerance: 1e-4 absolute + 1e-4 relative, for
+ * float sums of up to a few thousand N(0,1) products against double. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/ops/convnhwc.h"
+#include "check.h"
+#include "optest.h"
+#include "ops/conv.h"
+
+typedef struct ncase {
+    int64_t n, c, m, group, x[2], k[2], s[2], d[2], pb[2], pe[2];
+    int x_nchw;
+    const char *what;
+} ncase;
+
+static int64_t out_dim(const ncase *c, int i)
+{
+    return (c->x[i] + c->pb[i] + c->pe[i] - (c->k[i] - 1) * c->d[i] - 1) / c->s[i] + 1;
+}
+
+static int64_t numel_x(const ncase *c) { return c->n * c->c * c->x[0] * c->x[1]; }
+static int64_t numel_w(const ncase *c) { return c->k[0] * c->k[1] * (c->group ? c->c / c->group : 0) * c->m; }
+static int64_t numel_y(const ncase *c) { return c->n * out_dim(c, 0) * out_dim(c, 1) * c->m; }
+
+/* The naive convolution on X (N, H, W, C) or (N, C, H, W), W (KH, KW, C/g, M),
+ * Y (N, OH, OW, M): double sums rounded to float, then bd_conv_epilogue. */
+static void naive(const ncase *c, const float *x, const float *w, const float *b, const float *z, int act, float aa,
+                  float ab, int res, float *y)
+{
+    int64_t H = c->x[0], W = c->x[1], OH = out_dim(c, 0), OW = out_dim(c, 1);
+    int64_t cg = c->c / c->group, mg = c->m / c->group;
+    for (int64_t n = 0; n < c->n; n++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++)
+                for (int64_t m = 0; m < c->m; m++) {
+                    double acc = 0;
+                    for (int64_t kh = 0; kh < c->k[0]; kh++)
+                        for (int64_t kw = 0; kw < c->k[1]; kw++) {
+                            int64_t ih = oh * c->s[0] - c->pb[0] + kh * c->d[0];
+                            int64_t iw = ow * c->s[1] - c->pb[1] + kw * c->d[1];
+                            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                            for (int64_t ci = 0; ci < cg; ci++) {
+                                int64_t cin = m / mg * cg + ci;
+                                int64_t xi = c->x_nchw ? ((n * c->c + cin) * H + ih) * W + iw
+                                                       : ((n * H + ih) * W + iw) * c->c + cin;
+                                acc += (double)x[xi] * w[((kh * c->k[1] + kw) * cg + ci) * c->m + m];
+                            }
+                        }
+                    int64_t o = ((n * OH + oh) * OW + ow) * c->m + m;
+                    y[o] = bd_conv_epilogue(act, aa, ab, res, (float)acc, b ? b[m] : 0.0f, res ? z[o] : 0.0f);
+                }
+}
+
+/* Runs case c as an NHWC node at level lvl on `threads` threads; returns the
+ * output (malloc'ed, NaN-filled first so that a skipped element shows). */
+static float *conv_run(const ncase *c, const float *x, const float *w, const float *b, const float *z, int act,
+                       float aa, float ab, int res, int lvl, int threads)
+{
+    int64_t xd[4] = {c->n, c->x[0], c->x[1], c->c}, wd[4] = {c->k[0], c->k[1], c->c / c->group, c->m};
+    int64_t bd[1] = {c->m}, pads[4] = {c->pb[0], c->pb[1], c->pe[0], c->pe[1]};
+    if (c->x_nchw) xd[1] = c->c, xd[2] = c->x[0], xd[3] = c->x[1];
+    bd_tensor in[4] = {tensor(F32, 4, xd, (void *)x), tensor(F32, 4, wd, (void *)w), tensor(F32, 1, bd, (void *)b)};
+    bd_tensor out = {0};
+    bd_err e = {0};
+    tnode t;
+    tnode_init(&t, BD_OP_Conv, 17, 3, 1);
+    attr_int(&t, "group", c->group);
+    attr_ints(&t, "strides", 2, c->s);
+    attr_ints(&t, "dilations", 2, c->d);
+    attr_ints(&t, "pads", 4, pads);
+    CHECK_EQ_INT(bd_op_parse(&t.n, &e), BRAID_OK);
+    bd_conv_params *pa = t.n.params;
+    pa->layout = BD_LAYOUT_NHWC, pa->x_nchw = c->x_nchw;
+    CHECK_EQ_INT(bd_op_infer(&t.n, in, &out, &e), BRAID_OK);
+    pa->act = act, pa->act_a = aa, pa->act_b = ab, pa->res = res;
+    CHECK_EQ_INT(bd_numel(&out), numel_y(c));
+    CHECK_EQ_INT(out.dims[3], c->m);
+    int64_t ny = numel_y(c);
+    float *y = malloc((size_t)ny * sizeof *y + 1);
+    memset(y, 0xFF, (size_t)ny * sizeof *y);
+    out.data = y;
+    if (res) in[3] = tensor(F32, out.rank, out.dims, (void *)z);
+    bd_kernel k = {.node = &t.n, .in = in, .n_in = res ? 4 : (b ? 3 : 2), .out = &out, .n_out = 1,
+                   .threads = threads, .err = &e};
+    bd_conv_nhwc_cap(lvl);
+    CHECK_EQ_INT(bd_cpu_conv(&k), BRAID_OK);
+    bd_conv_nhwc_cap(2);
+    bd_free(t.n.params);
+    t.n.params = NULL;
+    return y;
+}
+
+static int count_bad(const float *y, const float *ref, int64_t n)
+{
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += !(fabsf(y[i] - ref[i]) <= 1e-4f + 1e-4f * fabsf(ref[i]));
+    return bad;
+}
+
+/* n, c, m, group, {H, W}, {KH, KW}, strides, dilations, pads begin, pads end, x_nchw */
+static const ncase cases[] = {
+    {2, 20, 13, 1, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 flat, C 20, M 13 (< 16)"},
+    {1, 37, 100, 1, {11, 13}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 flat, M 100 (7 vectors, a tail)"},
+    {1, 16, 200, 1, {5, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 flat, M 200 (4 blocks)"},
+    {1, 8, 7, 1, {9, 12}, {1, 1}, {2, 3}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 strided (2, 3)"},
+    {1, 5, 9, 1, {6, 7}, {1, 1}, {1, 1}, {1, 1}, {1, 0}, {0, 1}, 0, "1x1 padded"},
+    {2, 5, 7, 1, {13, 37}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 s1 p1, two images"},
+    {1, 16, 32, 1, {12, 12}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "3x3 s1 p0"},
+    {1, 24, 48, 1, {15, 17}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 s2 p1, M 48"},
+    {1, 4, 6, 1, {11, 19}, {3, 3}, {2, 2}, {1, 1}, {0, 1}, {2, 1}, 0, "3x3 s2, asymmetric pads"},
+    {1, 6, 17, 1, {14, 16}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 0, "3x3 dilation 2"},
+    {1, 3, 5, 1, {17, 15}, {5, 3}, {1, 2}, {2, 3}, {2, 1}, {0, 3}, 0, "5x3 dilated (2, 3), stride (1, 2)"},
+    {1, 8, 70, 1, {13, 14}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 0, "5x5 p2, M 70"},
+    {1, 3, 16, 1, {31, 29}, {7, 7}, {2, 2}, {1, 1}, {3, 3}, {3, 3}, 1, "7x7 s2 first conv, NCHW input, C 3"},
+    {2, 3, 16, 1, {40, 30}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1, "3x3 s2 first conv, NCHW input, 2 images"},
+    {1, 1, 9, 1, {13, 20}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, "one channel, NCHW input"},
+    {1, 2, 5, 1, {7, 8}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 1, "1x1 NCHW input"},
+    {1, 64, 64, 64, {13, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "depthwise 3x3 s1, 64 channels"},
+    {2, 37, 37, 37, {15, 16}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 0, "depthwise 3x3 s2, 37 channels"},
+    {1, 300, 300, 300, {9, 9}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 0, "depthwise 5x5, 300 channels (blocks)"},
+    {1, 5, 5, 5, {8, 9}, {3, 3}, {1, 2}, {2, 1}, {0, 1}, {2, 0}, 0, "depthwise dilated, asymmetric"},
+    {1, 6, 6, 6, {3, 5}, {3, 3}, {1, 1}, {1, 1}, {4, 4}, {4, 4}, 0, "depthwise, pads wider than the input"},
+    {1, 16, 16, 16, {12, 12}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "depthwise 1x1 (flat)"},
+    {1, 4, 8, 4, {10, 21}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "depthwise multiplier 2"},
+    {2, 6, 10, 2, {9, 14}, {3, 2}, {2, 1}, {1, 2}, {0, 2}, {1, 0}, 0, "groups 2, strided, dilated"},
+    {1, 32, 40, 4, {8, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "groups 4"},
+    {1, 32, 40, 4, {8, 9}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "groups 4, 1x1 flat"},
+    {2, 40, 24, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 on a 1x1 map"},
+    {1, 6, 13, 1, {2, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 on a 2x3 map (no interior)"},
+    {1, 6, 13, 1, {1, 1}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 on a 1x1 map"},
+    {1, 40, 14, 1, {12, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "k = 360"},
+    {1, 0, 3, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "no input channels: the bias alone"},
+    {0, 3, 4, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "no images"},
+    {1, 2, 3, 1, {3, 40}, {1, 17}, {1, 1}, {1, 1}, {0, 8}, {0, 8}, 0, "1x17 (wide window, border pixels)"},
+    {2, 128, 160, 1, {5, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 128->160: W packed per call"},
+    {1, 256, 200, 2, {4, 7}, {3, 3}, {2, 1}, {1, 1}, {1, 0}, {1, 1}, 0, "groups 2, W packed, tails"},
+    {1, 512, 300, 1, {3, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 flat 512->300: W packed"},
+};
+
+/* Every case at every level on 1 and 3 threads against the naive loop, with a bias. */
+static void test_cases_vs_naive(void)
+{
+    unsigned seed = 11;
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        const ncase *c = &cases[ci];
+        float *x = randn(numel_x(c) + 1, &seed), *w = randn(numel_w(c) + 1, &seed), *b = randn(c->m + 1, &seed);
+        int64_t ny = numel_y(c);
+        float *ref = malloc((size_t)ny * sizeof *ref + 1);
+        naive(c, x, w, b, NULL, BD_ACT_NONE, 0, 0, BD_RES_NONE, ref);
+        for (int lvl = 2; lvl >= 0; lvl--)
+            for (int th = 1; th <= 3; th += 2) {
+                float *y = conv_run(c, x, w, b, NULL, BD_ACT_NONE, 0, 0, BD_RES_NONE, lvl, th);
+                int bad = count_bad(y, ref, ny);
+                if (bad) fprintf(stderr, "case '%s' level %d threads %d: %d values differ\n", c->what, lvl, th, bad);
+                CHECK_EQ_INT(bad, 0);
+                free(y);
+            }
+        free(x), free(w), free(b), free(ref);
+    }
+}
+
+/* Each activation, the residual before or after it, with and without a bias,
+ * at each level, on a flat 1x1, a 3x3 with a tail, an NCHW-input and a
+ * depthwise case. */
+static void test_epilogues(void)
+{
+    const int picks[4] = {1, 7, 13, 17};
+    const struct { int act; float a, b; } acts[8] = {
+        {BD_ACT_NONE, 0, 0},           {BD_ACT_RELU, 0, 0},   {BD_ACT_LEAKY, 0.1f, 0}, {BD_ACT_CLIP, -0.5f, 0.7f},
+        {BD_ACT_HSIGMOID, 0.3f, 0.4f}, {BD_ACT_HSWISH, 0, 0}, {BD_ACT_SIGMOID, 0, 0},  {BD_ACT_SILU, 0, 0}};
+    unsigned seed = 5;
+    for (int pi = 0; pi < 4; pi++) {
+        const ncase *c = &cases[picks[pi]];
+        int64_t ny = numel_y(c);
+        float *x = randn(numel_x(c), &seed), *w = randn(numel_w(c), &seed), *b = randn(c->m, &seed);
+        float *z = randn(ny, &seed), *ref = malloc((size_t)ny * sizeof *ref);
+        for (int ai = 0; ai < 8; ai++)
+            for (int res = BD_RES_NONE; res <= BD_RES_POST; res++)
+                for (int hb = 0; hb < 2; hb++) {
+                    const float *bb = hb ? b : NULL;
+                    naive(c, x, w, bb, z, acts[ai].act, acts[ai].a, acts[ai].b, res, ref);
+                    for (int lvl = 2; lvl >= 0; lvl--) {
+                        float *y = conv_run(c, x, w, bb, z, acts[ai].act, acts[ai].a, acts[ai].b, res, lvl, 1);
+                        int bad = count_bad(y, ref, ny);
+                        if (bad)
+                            fprintf(stderr, "case '%s' act %d res %d bias %d level %d: %d values differ\n", c->what,
+                                    acts[ai].act, res, hb, lvl, bad);
+                        CHECK_EQ_INT(bad, 0);
+                        free(y);
+                    }
+                }
+        free(x), free(w), free(b), free(z), free(ref);
+    }
+}
+
+/* Convolutions big enough to split over threads: the same bits on 1, 2 and 3
+ * threads at each vector level. */
+static void test_threads_bitwise(void)
+{
+    const ncase big[6] = {
+        {1, 64, 64, 1, {40, 36}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 64->64 flat"},
+        {2, 16, 32, 1, {32, 32}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 16->32, 2 images"},
+        {1, 48, 96, 1, {26, 26}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 s2 48->96"},
+        {1, 3, 16, 1, {120, 96}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1, "first conv NCHW 3->16 s2"},
+        {1, 64, 64, 64, {56, 56}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "depthwise 64 56x56"},
+        {1, 32, 32, 32, {112, 112}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 0, "depthwise 32 s2 112x112"},
+    };
+    unsigned seed = 9;
+    for (int ci = 0; ci < 6; ci++) {
+        const ncase *c = &big[ci];
+        float *x = randn(numel_x(c), &seed), *w = randn(numel_w(c), &seed), *b = randn(c->m, &seed);
+        int64_t ny = numel_y(c);
+        for (int lvl = 2; lvl >= 0; lvl--) {
+            float *y1 = conv_run(c, x, w, b, NULL, BD_ACT_RELU, 0, 0, BD_RES_NONE, lvl, 1);
+            float *y2 = conv_run(c, x, w, b, NULL, BD_ACT_RELU, 0, 0, BD_RES_NONE, lvl, 2);
+            float *y3 = conv_run(c, x, w, b, NULL, BD_ACT_RELU, 0, 0, BD_RES_NONE, lvl, 3);
+            int same = memcmp(y1, y2, (size_t)ny * sizeof *y1) == 0 && memcmp(y1, y3, (size_t)ny * sizeof *y1) == 0;
+            if (!same) fprintf(stderr, "case '%s' level %d: bits differ across threads\n", c->what, lvl);
+            CHECK(same);
+            free(y1), free(y2), free(y3);
+        }
+        free(x), free(w), free(b);
+    }
+}
+
+int main(void)
+{
+    (void)run, (void)done; /* optest.h's harness: these tests call the kernel themselves */
+    test_cases_vs_naive();
+    test_epilogues();
+    test_threads_bitwise();
+    return check_done();
+}
