@@ -305,6 +305,55 @@ static void test_transpose_fast(void)
     CHECK(transpose_matches((int64_t[]){1, 7, 300, 200}, to_nhwc));
 }
 
+/* Concat and Split on the last axis of (N, H, W, C) parts (the NHWC
+ * channel concat: short rows copied part by part in vectors, the last one
+ * overlapping when a chunk is not a multiple of 64 bytes), exactly against
+ * index math at 1 and 3 threads; a part of 4 channels takes the plain path. */
+static void check_concat_last(int64_t N, int64_t H, int64_t W, const int64_t *cs, int parts)
+{
+    int64_t rows = N * H * W, C = 0;
+    for (int i = 0; i < parts; i++) C += cs[i];
+    float *src[4], *whole = malloc(sizeof(float) * (size_t)(rows * C));
+    bd_tensor in[4];
+    for (int i = 0, c0 = 0; i < parts; c0 += (int)cs[i], i++) {
+        src[i] = malloc(sizeof(float) * (size_t)(rows * cs[i]));
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cs[i]; c++) {
+                src[i][r * cs[i] + c] = (float)(r * 1000 + c0 + c);
+                whole[r * C + c0 + c] = (float)(r * 1000 + c0 + c);
+            }
+        in[i] = tensor(BRAID_DTYPE_FLOAT, 4, (int64_t[]){N, H, W, cs[i]}, src[i]);
+    }
+    bd_attr ax = attr_i("axis", 3);
+    int ok = 1;
+    for (int t = 1; t <= 3; t += 2) {
+        bd_err e = {0};
+        bd_tensor out[4] = {0};
+        g_threads = t;
+        bd_node n = op_node(BD_OP_Concat, 13, parts, 1, &ax, 1);
+        ok &= run(&n, in, out, &e) == BRAID_OK && memcmp(out[0].data, whole, sizeof(float) * (size_t)(rows * C)) == 0;
+        done(&n, out);
+        bd_tensor sin[2] = {tensor(BRAID_DTYPE_FLOAT, 4, (int64_t[]){N, H, W, C}, whole), ints1((int64_t *)cs, parts)};
+        n = op_node(BD_OP_Split, 13, 2, parts, &ax, 1);
+        ok &= run(&n, sin, out, &e) == BRAID_OK;
+        for (int i = 0; ok && i < parts; i++) ok &= memcmp(out[i].data, src[i], sizeof(float) * (size_t)(rows * cs[i])) == 0;
+        done(&n, out);
+    }
+    g_threads = 1;
+    CHECK(ok);
+    for (int i = 0; i < parts; i++) free(src[i]);
+    free(whole);
+}
+
+static void test_concat_last(void)
+{
+    check_concat_last(1, 13, 11, (int64_t[]){96, 96}, 2);
+    check_concat_last(2, 9, 10, (int64_t[]){64, 128}, 2);
+    check_concat_last(1, 7, 5, (int64_t[]){17, 33, 16}, 3);
+    check_concat_last(2, 40, 40, (int64_t[]){19, 100, 64, 21}, 4);
+    check_concat_last(1, 6, 7, (int64_t[]){4, 32}, 2);
+}
+
 static void test_concat_split(void)
 {
     bd_err e = {0};
@@ -685,6 +734,7 @@ int main(void)
     test_transpose();
     test_transpose_fast();
     test_concat_split();
+    test_concat_last();
     test_expand_tile();
     test_space_depth();
     test_center_crop_pad();

@@ -304,15 +304,48 @@ typedef struct cat_job {
     const bd_kernel *k;
     bd_concat_rows r;
     int parts, cat;
+    int short_rows;  /* cat_rows512 applies */
     char *dst;       /* the byte-split copy */
     const char *src;
 } cat_job;
+
+/* Copies n >= 64 bytes in 64-byte vectors, the last one overlapping the one
+ * before (short runs: no call into the C library per run). */
+__attribute__((target("avx512f"))) static void copy_run512(char *dst, const char *src, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) _mm512_storeu_si512(dst + i, _mm512_loadu_si512(src + i));
+    if (i < n) _mm512_storeu_si512(dst + n - 64, _mm512_loadu_si512(src + n - 64));
+}
+
+/* Rows [begin, end) with every part's chunk in turn (the whole written in
+ * order), for short rows whose chunks are all 64 bytes or more. */
+__attribute__((target("avx512f"))) static void cat_rows512(const cat_job *j, int64_t begin, int64_t end)
+{
+    const bd_kernel *k = j->k;
+    char *w = j->cat ? k->out[0].data : k->in[0].data;
+    for (int64_t o = begin; o < end; o++) {
+        int64_t off = 0;
+        for (int i = 0; i < j->parts; i++) {
+            const bd_tensor *part = j->cat ? &k->in[i] : &k->out[i];
+            int64_t chunk = bd_concat_chunk(&j->r, part);
+            char *p = part->data;
+            if (j->cat) copy_run512(w + o * j->r.row + off, p + o * chunk, chunk);
+            else copy_run512(p + o * chunk, w + o * j->r.row + off, chunk);
+            off += chunk;
+        }
+    }
+}
 
 static void cat_rows(void *vj, int64_t begin, int64_t end)
 {
     const cat_job *j = vj;
     const bd_kernel *k = j->k;
     char *w = j->cat ? k->out[0].data : k->in[0].data;
+    if (j->short_rows) {
+        cat_rows512(j, begin, end);
+        return;
+    }
     int64_t off = 0;
     for (int i = 0; i < j->parts; i++) {
         const bd_tensor *part = j->cat ? &k->in[i] : &k->out[i];
@@ -339,6 +372,11 @@ static braid_status run_concat_split(const bd_kernel *k)
     braid_status st = bd_concat_rows_of(n, j.cat ? &k->out[0] : &k->in[0], &j.r, k->err);
     if (st) return st;
     if (j.r.outer >= 4 * k->threads || k->threads == 1) {
+        j.short_rows = j.r.row <= 8192 && tr_level() == 2;
+        for (int i = 0; i < j.parts && j.short_rows; i++) {
+            const bd_tensor *part = j.cat ? &k->in[i] : &k->out[i];
+            j.short_rows = bd_concat_chunk(&j.r, part) >= 64 && part->data;
+        }
         bd_parallel_for(k->threads, j.r.outer, BD_MAX(1, (1 << 16) / BD_MAX(1, j.r.row)), cat_rows, &j);
         return BRAID_OK;
     }
