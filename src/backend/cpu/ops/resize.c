@@ -136,10 +136,29 @@ __attribute__((RS_NOFMA)) static void bilerp_c(float *y, const float *r00, const
     for (int64_t i = 0; i < n; i++) y[i] = w0 * (a * r00[i] + b * r01[i]) + w1 * (a * r10[i] + b * r11[i]);
 }
 
+/* y[2 i] = y[2 i + 1] = x[i], i in [0, n): nearest 2x along a row. */
+__attribute__((target("avx512f"))) static void dup2_512(float *y, const float *x, int64_t n)
+{
+    const __m512i lo = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    const __m512i hi = _mm512_set_epi32(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        _mm512_storeu_ps(y + 2 * i, _mm512_permutexvar_ps(lo, v));
+        _mm512_storeu_ps(y + 2 * i + 16, _mm512_permutexvar_ps(hi, v));
+    }
+    for (; i < n; i++) y[2 * i] = y[2 * i + 1] = x[i];
+}
+
+static void dup2_c(float *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) y[2 * i] = y[2 * i + 1] = x[i];
+}
+
 typedef void bilerp_fn(float *y, const float *r00, const float *r01, const float *r10, const float *r11, int64_t n,
                        float w0, float w1, float a, float b);
 
-static bilerp_fn *bilerp_pick(void)
+static int rs_level(void)
 {
     static _Atomic int lvl = -1; /* threads may ask at once: the same answer, stored atomically */
     int l = __atomic_load_n(&lvl, __ATOMIC_RELAXED);
@@ -148,7 +167,7 @@ static bilerp_fn *bilerp_pick(void)
         l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
         __atomic_store_n(&lvl, l, __ATOMIC_RELAXED);
     }
-    return l == 2 ? bilerp_512 : l == 1 ? bilerp_256 : bilerp_c;
+    return l;
 }
 
 /* Planes of (OH, OW) from (IH, IW) with the tables of two axes, each
@@ -162,6 +181,7 @@ typedef struct rs2_job {
     const rs_axis *ah, *aw;
     float ev;
     bilerp_fn *bilerp;
+    void (*dup2)(float *y, const float *x, int64_t n); /* NULL, or: every input column twice in turn */
 } rs2_job;
 
 static void rs2_row1(const rs2_job *j, const float *xp, float *yr, int64_t oy)
@@ -171,7 +191,9 @@ static void rs2_row1(const rs2_job *j, const float *xp, float *yr, int64_t oy)
     const int64_t OW = j->OW;
     const int64_t *iy = ah->idx + oy * th;
     const float *wy = ah->w + oy * th;
-    if (th == 1 && tw == 1) {
+    if (th == 1 && tw == 1 && j->dup2) {
+        j->dup2(yr, xp + iy[0], OW / 2);
+    } else if (th == 1 && tw == 1) {
         const float *row = xp + iy[0];
         for (int64_t ox = 0; ox < OW; ox++) yr[ox] = row[aw->idx[ox]];
     } else if (th == 2 && tw == 2) { /* bilinear */
@@ -264,7 +286,11 @@ static void rs2_rows(void *ctx, int64_t begin, int64_t end)
 static void resize_2d(int threads, const float *x, float *y, int64_t planes, int64_t in_plane, const rs_axis *ah,
                       int64_t OH, const rs_axis *aw, int64_t OW, int64_t inner, float ev)
 {
-    rs2_job j = {x, y, in_plane, OH, OW, inner, ah, aw, ev, bilerp_pick()};
+    const int lvl = rs_level();
+    rs2_job j = {x, y, in_plane, OH, OW, inner, ah, aw, ev, lvl == 2 ? bilerp_512 : lvl == 1 ? bilerp_256 : bilerp_c};
+    int dup = inner == 1 && aw->taps == 1 && !aw->ext && OW % 2 == 0;
+    for (int64_t ox = 0; ox < OW && dup; ox++) dup = aw->idx[ox] == ox / 2;
+    if (dup) j.dup2 = lvl == 2 ? dup2_512 : dup2_c;
     const int64_t work = OW * inner * ah->taps * aw->taps + 1;
     bd_parallel_for(threads, planes * OH, BD_MAX((int64_t)1, 32768 / work), rs2_rows, &j);
 }
