@@ -327,6 +327,7 @@ static void resize_nhwc(void)
         }
     check_nhwc(&cases[0], 2, 64, 20, 20);
     check_nhwc(&cases[5], 1, 33, 40, 40);
+    check_nhwc(&cases[11], 2, 100, 6, 5); /* cubic: channels in blocks of 64 */
 }
 
 int main(void)

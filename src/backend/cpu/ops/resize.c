@@ -240,16 +240,19 @@ static void rs2_row_runs(const rs2_job *j, const float *xp, float *yr, int64_t o
         } else if (th == 2 && tw == 2) {
             const float *r0 = xp + iy[0], *r1 = xp + iy[1];
             j->bilerp(yo, r0 + ix[0], r0 + ix[1], r1 + ix[0], r1 + ix[1], n, wy[0], wy[1], wx[0], wx[1]);
-        } else {
-            for (int64_t c = 0; c < n; c++) {
-                float acc = 0;
+        } else { /* blocks of channels, each sum in the scalar path's order */
+            for (int64_t c0 = 0; c0 < n; c0 += 64) {
+                const int64_t nc = BD_MIN((int64_t)64, n - c0);
+                float acc[64] = {0}, sum[64];
                 for (int a = 0; a < th; a++) {
-                    const float *row = xp + iy[a] + c;
-                    float s = 0;
-                    for (int b = 0; b < tw; b++) s += wx[b] * row[ix[b]];
-                    acc += wy[a] * s;
+                    for (int64_t c = 0; c < nc; c++) sum[c] = 0;
+                    for (int b = 0; b < tw; b++) {
+                        const float *src = xp + iy[a] + ix[b] + c0, w = wx[b];
+                        for (int64_t c = 0; c < nc; c++) sum[c] += w * src[c];
+                    }
+                    for (int64_t c = 0; c < nc; c++) acc[c] += wy[a] * sum[c];
                 }
-                yo[c] = acc;
+                memcpy(yo + c0, acc, (size_t)nc * sizeof *acc);
             }
         }
     }
