@@ -5,6 +5,7 @@
 #include "backend/cpu/parallel.h"
 #include "ops/layout.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #include <immintrin.h>
@@ -193,11 +194,11 @@ __attribute__((target("avx512f"))) static void deinterleave3(float *out, int64_t
 static int tr_level(void)
 {
     static _Atomic int lvl = -1; /* threads may ask at once: the same answer, stored atomically */
-    int l = __atomic_load_n(&lvl, __ATOMIC_RELAXED);
+    int l = atomic_load_explicit(&lvl, memory_order_relaxed);
     if (l < 0) {
         __builtin_cpu_init();
         l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-        __atomic_store_n(&lvl, l, __ATOMIC_RELAXED);
+        atomic_store_explicit(&lvl, l, memory_order_relaxed);
     }
     return l;
 }

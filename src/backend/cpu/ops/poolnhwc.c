@@ -12,6 +12,7 @@
  * pool.c), and a row-major sum from 0 for the others (bd_pool_sum's order).
  * The global pools keep pool.c's eight running sums (spatial index mod 8). */
 #include <float.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include <immintrin.h>
@@ -134,11 +135,11 @@ typedef struct pool_isa {
 static pool_isa isa_pick(void)
 {
     static _Atomic int lvl = -1; /* threads may ask at once: the same answer, stored atomically */
-    int l = __atomic_load_n(&lvl, __ATOMIC_RELAXED);
+    int l = atomic_load_explicit(&lvl, memory_order_relaxed);
     if (l < 0) {
         __builtin_cpu_init();
         l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-        __atomic_store_n(&lvl, l, __ATOMIC_RELAXED);
+        atomic_store_explicit(&lvl, l, memory_order_relaxed);
     }
     if (l == 2) return (pool_isa){fold_512, sum0_512, acc_512};
     if (l == 1) return (pool_isa){fold_256, sum0_256, acc_256};

@@ -11,6 +11,7 @@
 #include "ops/resize.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include <immintrin.h>
@@ -109,9 +110,14 @@ static void fill_axis(const bd_resize_params *p, const bd_resize_geom *g, int d,
  * w0 (a r00 + b r01) + w1 (a r10 + b r11), each product and sum rounded as
  * resize_2d's scalar expression (no fused multiply-add), so the bits are
  * the NCHW path's. */
-#define RS_NOFMA optimize("fp-contract=off")
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#define RS_NOFMA
+#else
+#define RS_NOFMA __attribute__((optimize("fp-contract=off")))
+#endif
 #define RS_BILERP(SFX, TGT, VW, V, LD, ST, MUL, ADD, SET1)                                                   \
-    __attribute__((TGT, RS_NOFMA)) static void bilerp_##SFX(float *y, const float *r00, const float *r01,       \
+    __attribute__((TGT)) RS_NOFMA static void bilerp_##SFX(float *y, const float *r00, const float *r01,       \
                                                             const float *r10, const float *r11, int64_t n,       \
                                                             float w0, float w1, float a, float b)                \
     {                                                                                                         \
@@ -130,7 +136,7 @@ RS_BILERP(256, target("avx2"), 8, __m256, _mm256_loadu_ps, _mm256_storeu_ps, _mm
           _mm256_set1_ps)
 #undef RS_BILERP
 
-__attribute__((RS_NOFMA)) static void bilerp_c(float *y, const float *r00, const float *r01, const float *r10,
+RS_NOFMA static void bilerp_c(float *y, const float *r00, const float *r01, const float *r10,
                                                const float *r11, int64_t n, float w0, float w1, float a, float b)
 {
     for (int64_t i = 0; i < n; i++) y[i] = w0 * (a * r00[i] + b * r01[i]) + w1 * (a * r10[i] + b * r11[i]);
@@ -161,11 +167,11 @@ typedef void bilerp_fn(float *y, const float *r00, const float *r01, const float
 static int rs_level(void)
 {
     static _Atomic int lvl = -1; /* threads may ask at once: the same answer, stored atomically */
-    int l = __atomic_load_n(&lvl, __ATOMIC_RELAXED);
+    int l = atomic_load_explicit(&lvl, memory_order_relaxed);
     if (l < 0) {
         __builtin_cpu_init();
         l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-        __atomic_store_n(&lvl, l, __ATOMIC_RELAXED);
+        atomic_store_explicit(&lvl, l, memory_order_relaxed);
     }
     return l;
 }
