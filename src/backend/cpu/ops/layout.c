@@ -132,8 +132,10 @@ __attribute__((target("avx512f"))) static void tr16x16(float *out, int64_t ldo, 
         r[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(x1, x3));
     }
     for (int c = 0; c < 4; c++) { /* output row 4l + c: lane l of r[c], r[4 + c], r[8 + c], r[12 + c] */
-        __m512 u0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88), u1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
-        __m512 u2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88), u3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
+        __m512 u0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+        __m512 u1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
+        __m512 u2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+        __m512 u3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
         _mm512_storeu_ps(out + c * ldo, _mm512_shuffle_f32x4(u0, u2, 0x88));
         _mm512_storeu_ps(out + (4 + c) * ldo, _mm512_shuffle_f32x4(u1, u3, 0x88));
         _mm512_storeu_ps(out + (8 + c) * ldo, _mm512_shuffle_f32x4(u0, u2, 0xdd));
@@ -168,10 +170,20 @@ __attribute__((target("avx2"))) static void tr8x8(float *out, int64_t ldo, const
  * back (in: 48 floats; out: three rows of 16, ldo apart): two permutes per
  * vector of 16. Output lane l of vector k is element e = 16 k + l, input
  * row e % 3, lane e / 3 (and the other way round). */
-static const int32_t il3_ab[3][16] = {{0, 16, 0, 1, 17, 0, 2, 18, 0, 3, 19, 0, 4, 20, 0, 5}, {21, 0, 6, 22, 0, 7, 23, 0, 8, 24, 0, 9, 25, 0, 10, 26}, {0, 11, 27, 0, 12, 28, 0, 13, 29, 0, 14, 30, 0, 15, 31, 0}}, il3_c[3][16] = {{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5}, {5, 5, 6, 6, 6, 7, 7, 7, 8, 8, 8, 9, 9, 9, 10, 10}, {10, 11, 11, 11, 12, 12, 12, 13, 13, 13, 14, 14, 14, 15, 15, 15}};
-static const __mmask16 il3_mc[3] = {0x4924, 0x2492, 0x9249};
-static const int32_t dl3_lo[3][16] = {{0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 0, 0, 0, 0, 0}, {1, 4, 7, 10, 13, 16, 19, 22, 25, 28, 31, 0, 0, 0, 0, 0}, {2, 5, 8, 11, 14, 17, 20, 23, 26, 29, 0, 0, 0, 0, 0, 0}}, dl3_hi[3][16] = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 4, 7, 10, 13}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 5, 8, 11, 14}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 6, 9, 12, 15}};
-static const __mmask16 dl3_mh[3] = {0xf800, 0xf800, 0xfc00};
+static const int32_t il3_ab[3][16] = {{0, 16, 0, 1, 17, 0, 2, 18, 0, 3, 19, 0, 4, 20, 0, 5},
+                                      {21, 0, 6, 22, 0, 7, 23, 0, 8, 24, 0, 9, 25, 0, 10, 26},
+                                      {0, 11, 27, 0, 12, 28, 0, 13, 29, 0, 14, 30, 0, 15, 31, 0}};
+static const int32_t il3_c[3][16] = {{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5},
+                                     {5, 5, 6, 6, 6, 7, 7, 7, 8, 8, 8, 9, 9, 9, 10, 10},
+                                     {10, 11, 11, 11, 12, 12, 12, 13, 13, 13, 14, 14, 14, 15, 15, 15}};
+static const __mmask16 il3_mc[3] = {0x4924, 0x2492, 0x9249}; /* the lanes c fills */
+static const int32_t dl3_lo[3][16] = {{0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 0, 0, 0, 0, 0},
+                                      {1, 4, 7, 10, 13, 16, 19, 22, 25, 28, 31, 0, 0, 0, 0, 0},
+                                      {2, 5, 8, 11, 14, 17, 20, 23, 26, 29, 0, 0, 0, 0, 0, 0}};
+static const int32_t dl3_hi[3][16] = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 4, 7, 10, 13},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 5, 8, 11, 14},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 6, 9, 12, 15}};
+static const __mmask16 dl3_mh[3] = {0xf800, 0xf800, 0xfc00}; /* the lanes the third vector fills */
 
 __attribute__((target("avx512f"))) static void interleave3(float *out, const float *in, int64_t ld)
 {
@@ -191,7 +203,7 @@ __attribute__((target("avx512f"))) static void deinterleave3(float *out, int64_t
     }
 }
 
-static int tr_level(void)
+static int simd_level(void)
 {
     static _Atomic int lvl = -1; /* threads may ask at once: the same answer, stored atomically */
     int l = atomic_load_explicit(&lvl, memory_order_relaxed);
@@ -253,7 +265,7 @@ static void tr_tiles(void *vj, int64_t begin, int64_t end)
 
 static void transpose_4(int threads, const strided_job *s)
 {
-    tr_job t = {.s = s, .m = s->m, .kk = s->kk, .ld = s->st[s->r - 1] / 4, .lvl = tr_level()};
+    tr_job t = {.s = s, .m = s->m, .kk = s->kk, .ld = s->st[s->r - 1] / 4, .lvl = simd_level()};
     /* tiles of about 4096 floats (16 KiB read, 16 KiB written) */
     t.tj = BD_MIN(t.kk, (int64_t)64);
     t.ti = BD_MIN(t.m, BD_MAX((int64_t)64, 4096 / t.tj));
@@ -373,7 +385,7 @@ static braid_status run_concat_split(const bd_kernel *k)
     braid_status st = bd_concat_rows_of(n, j.cat ? &k->out[0] : &k->in[0], &j.r, k->err);
     if (st) return st;
     if (j.r.outer >= 4 * k->threads || k->threads == 1) {
-        j.short_rows = j.r.row <= 8192 && tr_level() == 2;
+        j.short_rows = j.r.row <= 8192 && simd_level() == 2;
         for (int i = 0; i < j.parts && j.short_rows; i++) {
             const bd_tensor *part = j.cat ? &k->in[i] : &k->out[i];
             j.short_rows = bd_concat_chunk(&j.r, part) >= 64 && part->data;

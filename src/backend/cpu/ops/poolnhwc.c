@@ -81,7 +81,8 @@ static void acc_tail(float *acc, const float *src, int64_t i, int64_t n, int max
         }                                                                                                     \
         for (; i + VW <= n; i += VW) {                                                                        \
             V a = LD(src + i);                                                                                \
-            for (int64_t t = 1; t < nt; t++) a = max ? MAX(LD(src + t * step + i), a) : ADD(a, LD(src + t * step + i)); \
+            for (int64_t t = 1; t < nt; t++)                                                                  \
+                a = max ? MAX(LD(src + t * step + i), a) : ADD(a, LD(src + t * step + i));                    \
             if (div > 0) a = DIV(a, vd);                                                                      \
             ST(dst + i, a);                                                                                   \
         }                                                                                                     \
