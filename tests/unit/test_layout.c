@@ -247,6 +247,113 @@ static void test_transpose(void)
     done(&n, out);
 }
 
+/* Transpose of a float (N, A, B, C) by perm, exactly against index math at
+ * 1 and 3 threads: the NHWC transposes both ways (register-tiled 2-D
+ * transposes, C = 3 interleaved), the swap of the last two axes, and the
+ * channel counts and planes that leave rims (not multiples of 8 or 16). */
+static int transpose_matches(const int64_t *d, const int64_t *perm)
+{
+    int64_t n = d[0] * d[1] * d[2] * d[3], st[4] = {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1}, od[4];
+    float *x = malloc(sizeof *x * (size_t)n), *want = malloc(sizeof *x * (size_t)n);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)i * 0.5f - 7.0f;
+    for (int i = 0; i < 4; i++) od[i] = d[perm[i]];
+    int64_t o = 0;
+    for (int64_t a = 0; a < od[0]; a++)
+        for (int64_t b = 0; b < od[1]; b++)
+            for (int64_t c = 0; c < od[2]; c++)
+                for (int64_t e = 0; e < od[3]; e++)
+                    want[o++] = x[a * st[perm[0]] + b * st[perm[1]] + c * st[perm[2]] + e * st[perm[3]]];
+    bd_attr pa = attr_is("perm", (int64_t *)perm, 4);
+    bd_tensor in[1] = {tensor(BRAID_DTYPE_FLOAT, 4, d, x)};
+    int ok = 1;
+    for (int t = 1; t <= 3; t += 2) {
+        bd_err e = {0};
+        bd_tensor out[1] = {0};
+        bd_node nd = op_node(BD_OP_Transpose, 13, 1, 1, &pa, 1);
+        g_threads = t;
+        ok &= run(&nd, in, out, &e) == BRAID_OK && memcmp(out[0].data, want, sizeof *x * (size_t)n) == 0;
+        done(&nd, out);
+    }
+    g_threads = 1;
+    if (!ok)
+        fprintf(stderr, "transpose %lldx%lldx%lldx%lld perm %lld%lld%lld%lld differs\n", (long long)d[0], (long long)d[1],
+                (long long)d[2], (long long)d[3], (long long)perm[0], (long long)perm[1], (long long)perm[2],
+                (long long)perm[3]);
+    free(x);
+    free(want);
+    return ok;
+}
+
+static void test_transpose_fast(void)
+{
+    static const int64_t to_nhwc[] = {0, 2, 3, 1}, to_nchw[] = {0, 3, 1, 2}, swap[] = {0, 1, 3, 2};
+    static const int64_t chans[] = {2, 3, 5, 8, 15, 16, 17, 33, 64};
+    static const int64_t planes[][2] = {{1, 1}, {4, 4}, {7, 9}, {16, 16}, {13, 37}, {64, 65}};
+    for (size_t c = 0; c < sizeof chans / sizeof *chans; c++)
+        for (size_t p = 0; p < sizeof planes / sizeof *planes; p++) {
+            int64_t nchw[4] = {1 + (int64_t)(c + p) % 2, chans[c], planes[p][0], planes[p][1]};
+            int64_t nhwc[4] = {nchw[0], nchw[2], nchw[3], nchw[1]};
+            CHECK(transpose_matches(nchw, to_nhwc));
+            CHECK(transpose_matches(nhwc, to_nchw));
+            CHECK(transpose_matches(nchw, swap));
+        }
+    /* larger planes, split into many tiles */
+    CHECK(transpose_matches((int64_t[]){1, 3, 80, 61}, to_nhwc));
+    CHECK(transpose_matches((int64_t[]){1, 80, 61, 3}, to_nchw));
+    CHECK(transpose_matches((int64_t[]){2, 64, 50, 38}, to_nhwc));
+    CHECK(transpose_matches((int64_t[]){2, 50, 38, 64}, to_nchw));
+    CHECK(transpose_matches((int64_t[]){1, 7, 300, 200}, to_nhwc));
+}
+
+/* Concat and Split on the last axis of (N, H, W, C) parts (the NHWC
+ * channel concat: short rows copied part by part in vectors, the last one
+ * overlapping when a chunk is not a multiple of 64 bytes), exactly against
+ * index math at 1 and 3 threads; a part of 4 channels takes the plain path. */
+static void check_concat_last(int64_t N, int64_t H, int64_t W, const int64_t *cs, int parts)
+{
+    int64_t rows = N * H * W, C = 0;
+    for (int i = 0; i < parts; i++) C += cs[i];
+    float *src[4], *whole = malloc(sizeof(float) * (size_t)(rows * C));
+    bd_tensor in[4];
+    for (int i = 0, c0 = 0; i < parts; c0 += (int)cs[i], i++) {
+        src[i] = malloc(sizeof(float) * (size_t)(rows * cs[i]));
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cs[i]; c++) {
+                src[i][r * cs[i] + c] = (float)(r * 1000 + c0 + c);
+                whole[r * C + c0 + c] = (float)(r * 1000 + c0 + c);
+            }
+        in[i] = tensor(BRAID_DTYPE_FLOAT, 4, (int64_t[]){N, H, W, cs[i]}, src[i]);
+    }
+    bd_attr ax = attr_i("axis", 3);
+    int ok = 1;
+    for (int t = 1; t <= 3; t += 2) {
+        bd_err e = {0};
+        bd_tensor out[4] = {0};
+        g_threads = t;
+        bd_node n = op_node(BD_OP_Concat, 13, parts, 1, &ax, 1);
+        ok &= run(&n, in, out, &e) == BRAID_OK && memcmp(out[0].data, whole, sizeof(float) * (size_t)(rows * C)) == 0;
+        done(&n, out);
+        bd_tensor sin[2] = {tensor(BRAID_DTYPE_FLOAT, 4, (int64_t[]){N, H, W, C}, whole), ints1((int64_t *)cs, parts)};
+        n = op_node(BD_OP_Split, 13, 2, parts, &ax, 1);
+        ok &= run(&n, sin, out, &e) == BRAID_OK;
+        for (int i = 0; ok && i < parts; i++) ok &= memcmp(out[i].data, src[i], sizeof(float) * (size_t)(rows * cs[i])) == 0;
+        done(&n, out);
+    }
+    g_threads = 1;
+    CHECK(ok);
+    for (int i = 0; i < parts; i++) free(src[i]);
+    free(whole);
+}
+
+static void test_concat_last(void)
+{
+    check_concat_last(1, 13, 11, (int64_t[]){96, 96}, 2);
+    check_concat_last(2, 9, 10, (int64_t[]){64, 128}, 2);
+    check_concat_last(1, 7, 5, (int64_t[]){17, 33, 16}, 3);
+    check_concat_last(2, 40, 40, (int64_t[]){19, 100, 64, 21}, 4);
+    check_concat_last(1, 6, 7, (int64_t[]){4, 32}, 2);
+}
+
 static void test_concat_split(void)
 {
     bd_err e = {0};
@@ -625,7 +732,9 @@ int main(void)
     test_pad();
     test_pad_wide();
     test_transpose();
+    test_transpose_fast();
     test_concat_split();
+    test_concat_last();
     test_expand_tile();
     test_space_depth();
     test_center_crop_pad();

@@ -214,6 +214,122 @@ static void resize_dtypes(void)
     done(&t, &out);
 }
 
+/* ---- NHWC: scales (1, sh, sw, 1) on (N, H, W, C) ----------------------------- */
+
+static braid_status run_threads(test_node *t, bd_tensor *in, bd_tensor *out, int threads, bd_err *e)
+{
+    braid_status st = bd_op_parse(&t->n, e);
+    if (st != BRAID_OK) return st;
+    memset(out, 0, sizeof *out);
+    if ((st = bd_op_infer(&t->n, in, out, e)) != BRAID_OK) return st;
+    out->data = malloc((size_t)bd_numel(out) * 4 + 4);
+    memset(out->data, 0xFF, (size_t)bd_numel(out) * 4); /* NaN: an element left unwritten shows */
+    bd_kernel k = {&t->n, in, t->n.n_in, out, 1, threads, e};
+    return bd_cpu_run(&k);
+}
+
+typedef struct nhwc_case {
+    const char *mode, *coord, *nearest;
+    float sh, sw;
+    int roi; /* tf_crop_and_resize's roi, extrapolation value 7 */
+} nhwc_case;
+
+/* The NHWC resize (channels as runs: copies and vector blends) gives the
+ * bits of the NCHW one on the same data transposed, at 1 and 3 threads. */
+static void check_nhwc(const nhwc_case *c, int64_t N, int64_t C, int64_t H, int64_t W)
+{
+    int64_t nx = N * C * H * W;
+    float *x = malloc(sizeof *x * (size_t)nx), *xh = malloc(sizeof *x * (size_t)nx);
+    unsigned seed = (unsigned)(C * 31 + H * 7 + W);
+    for (int64_t i = 0; i < nx; i++) {
+        seed = seed * 1103515245u + 12345u;
+        x[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+    }
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t ch = 0; ch < C; ch++)
+            for (int64_t i = 0; i < H * W; i++) xh[(n * H * W + i) * C + ch] = x[(n * C + ch) * H * W + i];
+    float sc_c[4] = {1, 1, c->sh, c->sw}, sc_h[4] = {1, c->sh, c->sw, 1};
+    float roi_c[8] = {0, 0, 0.1f, 0.2f, 1, 1, 0.9f, 1.2f}, roi_h[8] = {0, 0.1f, 0.2f, 0, 1, 0.9f, 1.2f, 1};
+    bd_tensor in_c[4] = {tensor4(BRAID_DTYPE_FLOAT, N, C, H, W, x), c->roi ? vec_f(8, roi_c) : none, vec_f(4, sc_c), none};
+    bd_tensor in_h[4] = {tensor4(BRAID_DTYPE_FLOAT, N, H, W, C, xh), c->roi ? vec_f(8, roi_h) : none, vec_f(4, sc_h), none};
+    bd_tensor yc = {0}, y1 = {0}, y3 = {0}, yc3 = {0};
+    bd_err e = {0};
+    test_node t;
+#define NHWC_NODE()                                                                                              \
+    do {                                                                                                         \
+        node_init(&t, BD_OP_Resize, 19, 3);                                                                      \
+        attr_str(&t, "mode", c->mode);                                                                           \
+        attr_str(&t, "coordinate_transformation_mode", c->coord);                                                \
+        if (c->nearest) attr_str(&t, "nearest_mode", c->nearest);                                                \
+        if (c->roi) attr(&t, "extrapolation_value", BD_ATTR_FLOAT)->f = 7.0f;                                    \
+    } while (0)
+    NHWC_NODE();
+    int ok = run_threads(&t, in_c, &yc, 1, &e) == BRAID_OK;
+    done(&t, &(bd_tensor){0});
+    NHWC_NODE();
+    ok = ok && run_threads(&t, in_c, &yc3, 3, &e) == BRAID_OK;
+    done(&t, &(bd_tensor){0});
+    NHWC_NODE();
+    ok = ok && run_threads(&t, in_h, &y1, 1, &e) == BRAID_OK;
+    done(&t, &(bd_tensor){0});
+    NHWC_NODE();
+    ok = ok && run_threads(&t, in_h, &y3, 3, &e) == BRAID_OK;
+    done(&t, &(bd_tensor){0});
+#undef NHWC_NODE
+    if (!ok) fprintf(stderr, "resize %s/%s: %s\n", c->mode, c->coord, e.msg);
+    CHECK(ok);
+    if (ok) {
+        int64_t OH = yc.dims[2], OW = yc.dims[3], no = N * C * OH * OW;
+        CHECK(y1.dims[1] == OH && y1.dims[2] == OW && y1.dims[3] == C);
+        float *ref = malloc(sizeof *ref * (size_t)no);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t ch = 0; ch < C; ch++)
+                for (int64_t i = 0; i < OH * OW; i++)
+                    ref[(n * OH * OW + i) * C + ch] = ((float *)yc.data)[(n * C + ch) * OH * OW + i];
+        int same = memcmp(y1.data, ref, sizeof *ref * (size_t)no) == 0;
+        if (!same)
+            fprintf(stderr, "resize %s/%s %g x %g C %lld %lldx%lld: NHWC differs from NCHW\n", c->mode, c->coord,
+                    c->sh, c->sw, (long long)C, (long long)H, (long long)W);
+        CHECK(same);
+        CHECK(memcmp(y1.data, y3.data, sizeof *ref * (size_t)no) == 0);
+        CHECK(memcmp(yc.data, yc3.data, sizeof *ref * (size_t)no) == 0);
+        free(ref);
+    }
+    free(yc.data);
+    free(yc3.data);
+    free(y1.data);
+    free(y3.data);
+    free(x);
+    free(xh);
+}
+
+static void resize_nhwc(void)
+{
+    static const nhwc_case cases[] = {
+        {"nearest", "asymmetric", "floor", 2, 2, 0},
+        {"nearest", "half_pixel", "round_prefer_floor", 2, 2, 0},
+        {"nearest", "align_corners", "round_prefer_ceil", 1.5f, 2.5f, 0},
+        {"nearest", "asymmetric", "floor", 0.5f, 0.5f, 0},
+        {"nearest", "half_pixel_symmetric", "ceil", 3, 1, 0},
+        {"linear", "half_pixel", NULL, 2, 2, 0},
+        {"linear", "pytorch_half_pixel", NULL, 2, 3, 0},
+        {"linear", "align_corners", NULL, 2, 2, 0},
+        {"linear", "asymmetric", NULL, 0.6f, 1.7f, 0},
+        {"linear", "half_pixel", NULL, 1, 2, 0},
+        {"linear", "tf_crop_and_resize", NULL, 2, 1.5f, 1},
+        {"cubic", "half_pixel", NULL, 2, 2, 0},
+    };
+    static const int64_t chans[] = {1, 3, 16, 17, 64};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (size_t ci = 0; ci < sizeof chans / sizeof *chans; ci++) {
+            check_nhwc(&cases[i], 1 + (int64_t)(ci % 2), chans[ci], 5, 7);
+            check_nhwc(&cases[i], 1, chans[ci], 1, 1);
+        }
+    check_nhwc(&cases[0], 2, 64, 20, 20);
+    check_nhwc(&cases[5], 1, 33, 40, 40);
+    check_nhwc(&cases[11], 2, 100, 6, 5); /* cubic: channels in blocks of 64 */
+}
+
 int main(void)
 {
     bd_err e = {0};
@@ -333,5 +449,6 @@ int main(void)
     done(&t, &out);
 
     resize_dtypes();
+    resize_nhwc();
     return check_done();
 }

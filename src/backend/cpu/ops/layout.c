@@ -5,7 +5,10 @@
 #include "backend/cpu/parallel.h"
 #include "ops/layout.h"
 
+#include <stdatomic.h>
 #include <string.h>
+
+#include <immintrin.h>
 
 /* Row strides in elements of a contiguous tensor. */
 static void contiguous_strides(const bd_tensor *t, int64_t *strides)
@@ -107,6 +110,173 @@ static void strided_rows(void *vj, int64_t begin, int64_t end)
     }
 }
 
+/* ---- fast 2-D transposes of 4-byte elements ------------------------------------ */
+
+/* out (16 rows, ldo apart) = the transpose of in (16 rows, ldi apart), 16 x 16
+ * floats in registers: pairs of rows interleaved, then pairs of pairs, then
+ * 128-bit lanes. */
+__attribute__((target("avx512f"))) static void tr16x16(float *out, int64_t ldo, const float *in, int64_t ldi)
+{
+    __m512 r[16], a[16];
+    for (int k = 0; k < 16; k++) r[k] = _mm512_loadu_ps(in + k * ldi);
+    for (int k = 0; k < 8; k++) {
+        a[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        a[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    for (int k = 0; k < 4; k++) { /* r[4k + c], lane l: rows 4k..4k+3 at column 4l + c */
+        __m512d x0 = _mm512_castps_pd(a[4 * k]), x1 = _mm512_castps_pd(a[4 * k + 1]);
+        __m512d x2 = _mm512_castps_pd(a[4 * k + 2]), x3 = _mm512_castps_pd(a[4 * k + 3]);
+        r[4 * k] = _mm512_castpd_ps(_mm512_unpacklo_pd(x0, x2));
+        r[4 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(x0, x2));
+        r[4 * k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(x1, x3));
+        r[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(x1, x3));
+    }
+    for (int c = 0; c < 4; c++) { /* output row 4l + c: lane l of r[c], r[4 + c], r[8 + c], r[12 + c] */
+        __m512 u0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+        __m512 u1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
+        __m512 u2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+        __m512 u3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
+        _mm512_storeu_ps(out + c * ldo, _mm512_shuffle_f32x4(u0, u2, 0x88));
+        _mm512_storeu_ps(out + (4 + c) * ldo, _mm512_shuffle_f32x4(u1, u3, 0x88));
+        _mm512_storeu_ps(out + (8 + c) * ldo, _mm512_shuffle_f32x4(u0, u2, 0xdd));
+        _mm512_storeu_ps(out + (12 + c) * ldo, _mm512_shuffle_f32x4(u1, u3, 0xdd));
+    }
+}
+
+/* The same on 8 x 8 floats. */
+__attribute__((target("avx2"))) static void tr8x8(float *out, int64_t ldo, const float *in, int64_t ldi)
+{
+    __m256 r[8], a[8];
+    for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(in + k * ldi);
+    for (int k = 0; k < 4; k++) {
+        a[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        a[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    for (int k = 0; k < 2; k++) {
+        __m256d x0 = _mm256_castps_pd(a[4 * k]), x1 = _mm256_castps_pd(a[4 * k + 1]);
+        __m256d x2 = _mm256_castps_pd(a[4 * k + 2]), x3 = _mm256_castps_pd(a[4 * k + 3]);
+        r[4 * k] = _mm256_castpd_ps(_mm256_unpacklo_pd(x0, x2));
+        r[4 * k + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(x0, x2));
+        r[4 * k + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(x1, x3));
+        r[4 * k + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(x1, x3));
+    }
+    for (int c = 0; c < 4; c++) {
+        _mm256_storeu_ps(out + c * ldo, _mm256_permute2f128_ps(r[c], r[4 + c], 0x20));
+        _mm256_storeu_ps(out + (4 + c) * ldo, _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
+    }
+}
+
+/* Three rows of 16 floats (ld apart) interleaved into 48 (C = 3 to NHWC), and
+ * back (in: 48 floats; out: three rows of 16, ldo apart): two permutes per
+ * vector of 16. Output lane l of vector k is element e = 16 k + l, input
+ * row e % 3, lane e / 3 (and the other way round). */
+static const int32_t il3_ab[3][16] = {{0, 16, 0, 1, 17, 0, 2, 18, 0, 3, 19, 0, 4, 20, 0, 5},
+                                      {21, 0, 6, 22, 0, 7, 23, 0, 8, 24, 0, 9, 25, 0, 10, 26},
+                                      {0, 11, 27, 0, 12, 28, 0, 13, 29, 0, 14, 30, 0, 15, 31, 0}};
+static const int32_t il3_c[3][16] = {{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5},
+                                     {5, 5, 6, 6, 6, 7, 7, 7, 8, 8, 8, 9, 9, 9, 10, 10},
+                                     {10, 11, 11, 11, 12, 12, 12, 13, 13, 13, 14, 14, 14, 15, 15, 15}};
+static const __mmask16 il3_mc[3] = {0x4924, 0x2492, 0x9249}; /* the lanes c fills */
+static const int32_t dl3_lo[3][16] = {{0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 0, 0, 0, 0, 0},
+                                      {1, 4, 7, 10, 13, 16, 19, 22, 25, 28, 31, 0, 0, 0, 0, 0},
+                                      {2, 5, 8, 11, 14, 17, 20, 23, 26, 29, 0, 0, 0, 0, 0, 0}};
+static const int32_t dl3_hi[3][16] = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 4, 7, 10, 13},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 5, 8, 11, 14},
+                                      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 6, 9, 12, 15}};
+static const __mmask16 dl3_mh[3] = {0xf800, 0xf800, 0xfc00}; /* the lanes the third vector fills */
+
+__attribute__((target("avx512f"))) static void interleave3(float *out, const float *in, int64_t ld)
+{
+    const __m512 a = _mm512_loadu_ps(in), b = _mm512_loadu_ps(in + ld), c = _mm512_loadu_ps(in + 2 * ld);
+    for (int k = 0; k < 3; k++) {
+        __m512 t = _mm512_permutex2var_ps(a, _mm512_loadu_si512(il3_ab[k]), b);
+        _mm512_storeu_ps(out + 16 * k, _mm512_mask_permutexvar_ps(t, il3_mc[k], _mm512_loadu_si512(il3_c[k]), c));
+    }
+}
+
+__attribute__((target("avx512f"))) static void deinterleave3(float *out, int64_t ldo, const float *in)
+{
+    const __m512 v0 = _mm512_loadu_ps(in), v1 = _mm512_loadu_ps(in + 16), v2 = _mm512_loadu_ps(in + 32);
+    for (int r = 0; r < 3; r++) {
+        __m512 t = _mm512_permutex2var_ps(v0, _mm512_loadu_si512(dl3_lo[r]), v1);
+        _mm512_storeu_ps(out + r * ldo, _mm512_mask_permutexvar_ps(t, dl3_mh[r], _mm512_loadu_si512(dl3_hi[r]), v2));
+    }
+}
+
+static int simd_level(void)
+{
+    static _Atomic int lvl = -1; /* threads may ask at once: the same answer, stored atomically */
+    int l = atomic_load_explicit(&lvl, memory_order_relaxed);
+    if (l < 0) {
+        __builtin_cpu_init();
+        l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+        atomic_store_explicit(&lvl, l, memory_order_relaxed);
+    }
+    return l;
+}
+
+/* Planes of dst (m x kk, contiguous) with element (i, j) = src[j ld + i]
+ * (4-byte elements; plane p's src from the odometer of the outer dims): cut
+ * into tiles of ti x tj that fit the L1 cache, each tile by 16 x 16 (or
+ * 8 x 8) register transposes and a scalar rim; tiles over the threads. */
+typedef struct tr_job {
+    const strided_job *s;
+    int64_t m, kk, ld, ti, tj, nbi, nbj;
+    int lvl;
+} tr_job;
+
+static void tr_tiles(void *vj, int64_t begin, int64_t end)
+{
+    const tr_job *t = vj;
+    const strided_job *s = t->s;
+    const int64_t m = t->m, kk = t->kk, ld = t->ld, per = t->nbi * t->nbj;
+    const int vw = t->lvl == 2 ? 16 : t->lvl == 1 ? 8 : 0;
+    for (int64_t it = begin; it < end; it++) {
+        int64_t pl = it / per, b = it - pl * per, bi = b / t->nbj, bj = b - bi * t->nbj;
+        int64_t off = 0, rem = pl;
+        for (int d = s->outer_r - 1; d >= 0; d--) {
+            off += rem % s->dims[d] * s->st[d];
+            rem /= s->dims[d];
+        }
+        const float *src = (const float *)(s->src + off);
+        float *dst = (float *)(s->dst + pl * s->unit);
+        const int64_t i0 = bi * t->ti, i1 = BD_MIN(m, i0 + t->ti), j0 = bj * t->tj, j1 = BD_MIN(kk, j0 + t->tj);
+        int64_t iv = i0, jv = j0; /* [i0, iv) x [j0, jv) by the register transposes */
+        if (vw == 16 && kk == 3) { /* three channels to NHWC */
+            iv = i0 + (i1 - i0) / 16 * 16, jv = j1;
+            for (int64_t i = i0; i < iv; i += 16) interleave3(dst + i * 3, src + i, ld);
+        } else if (vw == 16 && m == 3 && ld == 3) { /* and back */
+            iv = i1, jv = j0 + (j1 - j0) / 16 * 16;
+            for (int64_t j = j0; j < jv; j += 16) deinterleave3(dst + j, kk, src + j * 3);
+        } else if (vw) {
+            iv = i0 + (i1 - i0) / vw * vw, jv = j0 + (j1 - j0) / vw * vw;
+            for (int64_t i = i0; i < iv; i += vw)
+                for (int64_t j = j0; j < jv; j += vw) {
+                    if (vw == 16) tr16x16(dst + i * kk + j, kk, src + j * ld + i, ld);
+                    else tr8x8(dst + i * kk + j, kk, src + j * ld + i, ld);
+                }
+        }
+        for (int64_t i = i0; i < i1; i++) { /* the rim: columns [jv, j1) of every row, all of rows [iv, i1) */
+            float *d = dst + i * kk;
+            for (int64_t j = i < iv ? jv : j0; j < j1; j++) d[j] = src[j * ld + i];
+        }
+    }
+}
+
+static void transpose_4(int threads, const strided_job *s)
+{
+    tr_job t = {.s = s, .m = s->m, .kk = s->kk, .ld = s->st[s->r - 1] / 4, .lvl = simd_level()};
+    /* tiles of about 4096 floats (16 KiB read, 16 KiB written) */
+    t.tj = BD_MIN(t.kk, (int64_t)64);
+    t.ti = BD_MIN(t.m, BD_MAX((int64_t)64, 4096 / t.tj));
+    if (t.ti == t.m && t.tj < t.kk) t.tj = BD_MIN(t.kk, BD_MAX((int64_t)64, 4096 / t.ti));
+    t.nbi = (t.m + t.ti - 1) / t.ti, t.nbj = (t.kk + t.tj - 1) / t.tj;
+    int64_t planes = 1;
+    for (int d = 0; d < s->outer_r; d++) planes *= s->dims[d];
+    const int64_t tile = t.ti * t.tj;
+    bd_parallel_for(threads, planes * t.nbi * t.nbj, BD_MAX((int64_t)1, (1 << 15) / tile), tr_tiles, &t);
+}
+
 static void strided_copy(int threads, char *dst, const char *src, int rank, const int64_t *dims_in,
                          const int64_t *st_in, size_t es)
 {
@@ -124,11 +294,17 @@ static void strided_copy(int threads, char *dst, const char *src, int rank, cons
     }
     if (r == 0) { memcpy(dst, src, es); return; }
     j.r = r;
-    j.tiled = r >= 2 && j.st[r - 1] != (int64_t)es && j.dims[r - 2] >= 8;
+    /* 4-byte elements whose last two dims are a 2-D transpose: transpose_4 */
+    const int tr4 = r >= 2 && es == 4 && j.st[r - 2] == 4 && j.st[r - 1] > 4 && j.st[r - 1] % 4 == 0;
+    j.tiled = r >= 2 && j.st[r - 1] != (int64_t)es && (j.dims[r - 2] >= 8 || tr4);
     j.outer_r = j.tiled ? r - 2 : r - 1;
     j.m = j.tiled ? j.dims[r - 2] : 1;
     j.kk = j.dims[r - 1];
     j.unit = j.m * j.kk * (int64_t)es;
+    if (tr4) {
+        transpose_4(threads, &j); /* a 2-D transpose of each plane */
+        return;
+    }
     int64_t rows = 1;
     for (int d = 0; d < j.outer_r; d++) rows *= j.dims[d];
     bd_parallel_for(threads, rows, BD_MAX(1, (1 << 16) / BD_MAX(1, j.unit)), strided_rows, &j);
@@ -141,15 +317,48 @@ typedef struct cat_job {
     const bd_kernel *k;
     bd_concat_rows r;
     int parts, cat;
+    int short_rows;  /* cat_rows512 applies */
     char *dst;       /* the byte-split copy */
     const char *src;
 } cat_job;
+
+/* Copies n >= 64 bytes in 64-byte vectors, the last one overlapping the one
+ * before (short runs: no call into the C library per run). */
+__attribute__((target("avx512f"))) static void copy_run512(char *dst, const char *src, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) _mm512_storeu_si512(dst + i, _mm512_loadu_si512(src + i));
+    if (i < n) _mm512_storeu_si512(dst + n - 64, _mm512_loadu_si512(src + n - 64));
+}
+
+/* Rows [begin, end) with every part's chunk in turn (the whole written in
+ * order), for short rows whose chunks are all 64 bytes or more. */
+__attribute__((target("avx512f"))) static void cat_rows512(const cat_job *j, int64_t begin, int64_t end)
+{
+    const bd_kernel *k = j->k;
+    char *w = j->cat ? k->out[0].data : k->in[0].data;
+    for (int64_t o = begin; o < end; o++) {
+        int64_t off = 0;
+        for (int i = 0; i < j->parts; i++) {
+            const bd_tensor *part = j->cat ? &k->in[i] : &k->out[i];
+            int64_t chunk = bd_concat_chunk(&j->r, part);
+            char *p = part->data;
+            if (j->cat) copy_run512(w + o * j->r.row + off, p + o * chunk, chunk);
+            else copy_run512(p + o * chunk, w + o * j->r.row + off, chunk);
+            off += chunk;
+        }
+    }
+}
 
 static void cat_rows(void *vj, int64_t begin, int64_t end)
 {
     const cat_job *j = vj;
     const bd_kernel *k = j->k;
     char *w = j->cat ? k->out[0].data : k->in[0].data;
+    if (j->short_rows) {
+        cat_rows512(j, begin, end);
+        return;
+    }
     int64_t off = 0;
     for (int i = 0; i < j->parts; i++) {
         const bd_tensor *part = j->cat ? &k->in[i] : &k->out[i];
@@ -176,6 +385,11 @@ static braid_status run_concat_split(const bd_kernel *k)
     braid_status st = bd_concat_rows_of(n, j.cat ? &k->out[0] : &k->in[0], &j.r, k->err);
     if (st) return st;
     if (j.r.outer >= 4 * k->threads || k->threads == 1) {
+        j.short_rows = j.r.row <= 8192 && simd_level() == 2;
+        for (int i = 0; i < j.parts && j.short_rows; i++) {
+            const bd_tensor *part = j.cat ? &k->in[i] : &k->out[i];
+            j.short_rows = bd_concat_chunk(&j.r, part) >= 64 && part->data;
+        }
         bd_parallel_for(k->threads, j.r.outer, BD_MAX(1, (1 << 16) / BD_MAX(1, j.r.row)), cat_rows, &j);
         return BRAID_OK;
     }

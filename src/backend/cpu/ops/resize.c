@@ -7,10 +7,14 @@
  * (integers rounded half to even and saturated, as onnx's reference); nearest
  * on integer and bool tensors copies elements. */
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/parallel.h"
 #include "ops/resize.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
+
+#include <immintrin.h>
 
 typedef struct rs_axis {
     int taps;           /* taps per output position */
@@ -102,54 +106,202 @@ static void fill_axis(const bd_resize_params *p, const bd_resize_geom *g, int d,
     a->taps = 1;
 }
 
-/* Resizes planes of (OH, OW) from (IH, IW) with the tables of two axes. */
-static void resize_2d(const float *x, float *y, int64_t planes, int64_t in_plane, const rs_axis *ah,
-                      int64_t OH, const rs_axis *aw, int64_t OW, float ev)
+/* Bilinear blends of runs of n floats (the channels of NHWC data): y =
+ * w0 (a r00 + b r01) + w1 (a r10 + b r11), each product and sum rounded as
+ * resize_2d's scalar expression (no fused multiply-add), so the bits are
+ * the NCHW path's. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#define RS_NOFMA
+#else
+#define RS_NOFMA __attribute__((optimize("fp-contract=off")))
+#endif
+#define RS_BILERP(SFX, TGT, VW, V, LD, ST, MUL, ADD, SET1)                                                   \
+    __attribute__((TGT)) RS_NOFMA static void bilerp_##SFX(float *y, const float *r00, const float *r01,       \
+                                                            const float *r10, const float *r11, int64_t n,       \
+                                                            float w0, float w1, float a, float b)                \
+    {                                                                                                         \
+        const V va = SET1(a), vb = SET1(b), v0 = SET1(w0), v1 = SET1(w1);                                     \
+        int64_t i = 0;                                                                                        \
+        for (; i + VW <= n; i += VW) {                                                                        \
+            V s0 = ADD(MUL(va, LD(r00 + i)), MUL(vb, LD(r01 + i)));                                           \
+            V s1 = ADD(MUL(va, LD(r10 + i)), MUL(vb, LD(r11 + i)));                                           \
+            ST(y + i, ADD(MUL(v0, s0), MUL(v1, s1)));                                                         \
+        }                                                                                                     \
+        for (; i < n; i++) y[i] = w0 * (a * r00[i] + b * r01[i]) + w1 * (a * r10[i] + b * r11[i]);            \
+    }
+RS_BILERP(512, target("avx512f"), 16, __m512, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_mul_ps, _mm512_add_ps,
+          _mm512_set1_ps)
+RS_BILERP(256, target("avx2"), 8, __m256, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_mul_ps, _mm256_add_ps,
+          _mm256_set1_ps)
+#undef RS_BILERP
+
+RS_NOFMA static void bilerp_c(float *y, const float *r00, const float *r01, const float *r10,
+                                               const float *r11, int64_t n, float w0, float w1, float a, float b)
 {
+    for (int64_t i = 0; i < n; i++) y[i] = w0 * (a * r00[i] + b * r01[i]) + w1 * (a * r10[i] + b * r11[i]);
+}
+
+/* y[2 i] = y[2 i + 1] = x[i], i in [0, n): nearest 2x along a row. */
+__attribute__((target("avx512f"))) static void dup2_512(float *y, const float *x, int64_t n)
+{
+    const __m512i lo = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    const __m512i hi = _mm512_set_epi32(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        _mm512_storeu_ps(y + 2 * i, _mm512_permutexvar_ps(lo, v));
+        _mm512_storeu_ps(y + 2 * i + 16, _mm512_permutexvar_ps(hi, v));
+    }
+    for (; i < n; i++) y[2 * i] = y[2 * i + 1] = x[i];
+}
+
+static void dup2_c(float *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) y[2 * i] = y[2 * i + 1] = x[i];
+}
+
+typedef void bilerp_fn(float *y, const float *r00, const float *r01, const float *r10, const float *r11, int64_t n,
+                       float w0, float w1, float a, float b);
+
+static int rs_level(void)
+{
+    static _Atomic int lvl = -1; /* threads may ask at once: the same answer, stored atomically */
+    int l = atomic_load_explicit(&lvl, memory_order_relaxed);
+    if (l < 0) {
+        __builtin_cpu_init();
+        l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+        atomic_store_explicit(&lvl, l, memory_order_relaxed);
+    }
+    return l;
+}
+
+/* Planes of (OH, OW) from (IH, IW) with the tables of two axes, each
+ * element a run of `inner` contiguous floats (1 for NCHW; the channels, and
+ * any other trailing axes kept as they are, for NHWC). Rows (plane, oy) over
+ * the threads; each output computed as the scalar path computes it. */
+typedef struct rs2_job {
+    const float *x;
+    float *y;
+    int64_t in_plane, OH, OW, inner;
+    const rs_axis *ah, *aw;
+    float ev;
+    bilerp_fn *bilerp;
+    void (*dup2)(float *y, const float *x, int64_t n); /* NULL, or: every input column twice in turn */
+} rs2_job;
+
+static void rs2_row1(const rs2_job *j, const float *xp, float *yr, int64_t oy)
+{
+    const rs_axis *ah = j->ah, *aw = j->aw;
     const int th = ah->taps, tw = aw->taps;
-    for (int64_t pl = 0; pl < planes; pl++) {
-        const float *xp = x + pl * in_plane;
-        float *yp = y + pl * OH * OW;
-        for (int64_t oy = 0; oy < OH; oy++) {
-            float *yr = yp + oy * OW;
-            if (ah->ext && ah->ext[oy]) {
-                for (int64_t ox = 0; ox < OW; ox++) yr[ox] = ev;
-                continue;
+    const int64_t OW = j->OW;
+    const int64_t *iy = ah->idx + oy * th;
+    const float *wy = ah->w + oy * th;
+    if (th == 1 && tw == 1 && j->dup2) {
+        j->dup2(yr, xp + iy[0], OW / 2);
+    } else if (th == 1 && tw == 1) {
+        const float *row = xp + iy[0];
+        for (int64_t ox = 0; ox < OW; ox++) yr[ox] = row[aw->idx[ox]];
+    } else if (th == 2 && tw == 2) { /* bilinear */
+        const float *r0 = xp + iy[0], *r1 = xp + iy[1];
+        const float w0 = wy[0], w1 = wy[1];
+        const int64_t *ix = aw->idx;
+        const float *wx = aw->w;
+        for (int64_t ox = 0; ox < OW; ox++) {
+            const int64_t i0 = ix[2 * ox], i1 = ix[2 * ox + 1];
+            const float a = wx[2 * ox], b = wx[2 * ox + 1];
+            yr[ox] = w0 * (a * r0[i0] + b * r0[i1]) + w1 * (a * r1[i0] + b * r1[i1]);
+        }
+    } else {
+        for (int64_t ox = 0; ox < OW; ox++) {
+            const int64_t *ix = aw->idx + ox * tw;
+            const float *wx = aw->w + ox * tw;
+            float acc = 0;
+            for (int a = 0; a < th; a++) {
+                const float *row = xp + iy[a];
+                float s = 0;
+                for (int b = 0; b < tw; b++) s += wx[b] * row[ix[b]];
+                acc += wy[a] * s;
             }
-            const int64_t *iy = ah->idx + oy * th;
-            const float *wy = ah->w + oy * th;
-            if (th == 1 && tw == 1) {
-                const float *row = xp + iy[0];
-                for (int64_t ox = 0; ox < OW; ox++) yr[ox] = row[aw->idx[ox]];
-            } else if (th == 2 && tw == 2) { /* bilinear */
-                const float *r0 = xp + iy[0], *r1 = xp + iy[1];
-                const float w0 = wy[0], w1 = wy[1];
-                const int64_t *ix = aw->idx;
-                const float *wx = aw->w;
-                for (int64_t ox = 0; ox < OW; ox++) {
-                    const int64_t i0 = ix[2 * ox], i1 = ix[2 * ox + 1];
-                    const float a = wx[2 * ox], b = wx[2 * ox + 1];
-                    yr[ox] = w0 * (a * r0[i0] + b * r0[i1]) + w1 * (a * r1[i0] + b * r1[i1]);
-                }
-            } else {
-                for (int64_t ox = 0; ox < OW; ox++) {
-                    const int64_t *ix = aw->idx + ox * tw;
-                    const float *wx = aw->w + ox * tw;
-                    float acc = 0;
-                    for (int a = 0; a < th; a++) {
-                        const float *row = xp + iy[a];
-                        float s = 0;
-                        for (int b = 0; b < tw; b++) s += wx[b] * row[ix[b]];
-                        acc += wy[a] * s;
-                    }
-                    yr[ox] = acc;
-                }
-            }
-            if (aw->ext)
-                for (int64_t ox = 0; ox < OW; ox++)
-                    if (aw->ext[ox]) yr[ox] = ev;
+            yr[ox] = acc;
         }
     }
+}
+
+/* The same row with runs of n = inner floats: copies (nearest), bilerp, or
+ * the general taps run by run. */
+static void rs2_row_runs(const rs2_job *j, const float *xp, float *yr, int64_t oy)
+{
+    const rs_axis *ah = j->ah, *aw = j->aw;
+    const int th = ah->taps, tw = aw->taps;
+    const int64_t OW = j->OW, n = j->inner;
+    const int64_t *iy = ah->idx + oy * th;
+    const float *wy = ah->w + oy * th;
+    for (int64_t ox = 0; ox < OW; ox++) {
+        float *yo = yr + ox * n;
+        const int64_t *ix = aw->idx + ox * tw;
+        const float *wx = aw->w + ox * tw;
+        if (th == 1 && tw == 1) {
+            memcpy(yo, xp + iy[0] + ix[0], (size_t)n * sizeof *yo);
+        } else if (th == 2 && tw == 2) {
+            const float *r0 = xp + iy[0], *r1 = xp + iy[1];
+            j->bilerp(yo, r0 + ix[0], r0 + ix[1], r1 + ix[0], r1 + ix[1], n, wy[0], wy[1], wx[0], wx[1]);
+        } else { /* blocks of channels, each sum in the scalar path's order */
+            for (int64_t c0 = 0; c0 < n; c0 += 64) {
+                const int64_t nc = BD_MIN((int64_t)64, n - c0);
+                float acc[64] = {0}, sum[64];
+                for (int a = 0; a < th; a++) {
+                    for (int64_t c = 0; c < nc; c++) sum[c] = 0;
+                    for (int b = 0; b < tw; b++) {
+                        const float *src = xp + iy[a] + ix[b] + c0, w = wx[b];
+                        for (int64_t c = 0; c < nc; c++) sum[c] += w * src[c];
+                    }
+                    for (int64_t c = 0; c < nc; c++) acc[c] += wy[a] * sum[c];
+                }
+                memcpy(yo + c0, acc, (size_t)nc * sizeof *acc);
+            }
+        }
+    }
+}
+
+static void rs2_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const rs2_job *j = ctx;
+    const rs_axis *ah = j->ah, *aw = j->aw;
+    const int64_t OH = j->OH, rowlen = j->OW * j->inner;
+    for (int64_t row = begin; row < end; row++) {
+        const int64_t pl = row / OH, oy = row - pl * OH;
+        const float *xp = j->x + pl * j->in_plane;
+        float *yr = j->y + row * rowlen;
+        if (ah->ext && ah->ext[oy]) {
+            for (int64_t i = 0; i < rowlen; i++) yr[i] = j->ev;
+            continue;
+        }
+        /* nearest: a row whose source row is the one before's is that row again */
+        if (row > begin && oy > 0 && ah->taps == 1 && aw->taps == 1 && !(ah->ext && ah->ext[oy - 1]) &&
+            ah->idx[oy] == ah->idx[oy - 1]) {
+            memcpy(yr, yr - rowlen, (size_t)rowlen * sizeof *yr);
+            continue;
+        }
+        if (j->inner == 1) rs2_row1(j, xp, yr, oy);
+        else rs2_row_runs(j, xp, yr, oy);
+        if (aw->ext)
+            for (int64_t ox = 0; ox < j->OW; ox++)
+                if (aw->ext[ox])
+                    for (int64_t c = 0; c < j->inner; c++) yr[ox * j->inner + c] = j->ev;
+    }
+}
+
+static void resize_2d(int threads, const float *x, float *y, int64_t planes, int64_t in_plane, const rs_axis *ah,
+                      int64_t OH, const rs_axis *aw, int64_t OW, int64_t inner, float ev)
+{
+    const int lvl = rs_level();
+    rs2_job j = {x, y, in_plane, OH, OW, inner, ah, aw, ev, lvl == 2 ? bilerp_512 : lvl == 1 ? bilerp_256 : bilerp_c};
+    int dup = inner == 1 && aw->taps == 1 && !aw->ext && OW % 2 == 0;
+    for (int64_t ox = 0; ox < OW && dup; ox++) dup = aw->idx[ox] == ox / 2;
+    if (dup) j.dup2 = lvl == 2 ? dup2_512 : dup2_c;
+    const int64_t work = OW * inner * ah->taps * aw->taps + 1;
+    bd_parallel_for(threads, planes * OH, BD_MAX((int64_t)1, 32768 / work), rs2_rows, &j);
 }
 
 /* Any number of axes: an odometer over the output and over the taps. */
@@ -365,15 +517,20 @@ static braid_status resize_run(const bd_kernel *k, int kind)
     }
     const float *x = k->in[0].data;
     float *y = k->out[0].data;
+    /* Trailing axes kept as they are (NHWC's channels) become runs. */
+    int trail = 0;
+    int64_t inner = 1;
+    while (trail < m && ident[r - 1 - trail]) inner *= g.in[r - 1 - trail++];
     if (m == 0) {
         memcpy(y, x, (size_t)numel * sizeof *y);
-    } else if (m <= 2) {
+    } else if (m - trail <= 2) {
+        const int e = r - trail; /* the axes [lead, e) resize: one or two */
         int64_t zero = 0;
         float one = 1.0f;
         rs_axis unit = {1, &zero, &one, NULL, NULL};
-        const rs_axis *ah = m == 2 ? &ax[r - 2] : &unit;
-        int64_t OH = m == 2 ? g.out[r - 2] : 1;
-        resize_2d(x, y, planes, in_plane, ah, OH, &ax[r - 1], g.out[r - 1], ev);
+        const rs_axis *ah = m - trail == 2 ? &ax[e - 2] : &unit;
+        int64_t OH = m - trail == 2 ? g.out[e - 2] : 1;
+        resize_2d(k->threads, x, y, planes, in_plane, ah, OH, &ax[e - 1], g.out[e - 1], inner, ev);
     } else {
         resize_nd(x, y, planes, in_plane, m, &ax[lead], &g.out[lead], ev);
     }
