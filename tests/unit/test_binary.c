@@ -205,6 +205,30 @@ static void test_where(void)
     CHECK_EQ_INT(run(&n, in, &out, &e), BRAID_ERR_DTYPE);
     CHECK_CONTAINS(e.msg, "bool");
     done(&n, &out);
+    /* A scalar X or Y against full cond and other (the contiguous fast rows),
+     * 37 elements (a vector remainder), NaN kept bit for bit: the result is
+     * exactly the chosen input, element by element. */
+    enum { W = 37 };
+    uint8_t wc[W];
+    float wy[W], zero = 0.0f, nine = 9.5f;
+    for (int i = 0; i < W; i++) {
+        wc[i] = (uint8_t)(i % 3 == 0);
+        wy[i] = i % 5 == 0 ? NAN : (float)i - 10.0f;
+    }
+    for (int side = 1; side <= 3; side++) { /* 1: X scalar, 2: Y scalar, 3: both */
+        bd_tensor win[3] = {{BRAID_DTYPE_BOOL, 2, {1, W}, wc}, {F32, 2, {1, W}, wy}, {F32, 2, {1, W}, wy}};
+        if (side & 1) win[1] = (bd_tensor){F32, 0, {0}, &zero};
+        if (side & 2) win[2] = (bd_tensor){F32, 0, {0}, &nine};
+        n = op_node(BD_OP_Where, 16, 3, 1, NULL, 0);
+        CHECK_EQ_INT(run(&n, win, &out, &e), BRAID_OK);
+        CHECK_EQ_INT(out.dims[1], W);
+        for (int i = 0; i < W; i++) {
+            float got = ((float *)out.data)[i];
+            float want_w = wc[i] ? (side & 1 ? zero : wy[i]) : (side & 2 ? nine : wy[i]);
+            CHECK(memcmp(&got, &want_w, sizeof got) == 0);
+        }
+        done(&n, &out);
+    }
 }
 
 static void test_prelu_pow(void)

@@ -52,6 +52,11 @@ void bd_parallel_claim(int workers, int64_t n, int64_t grain,
 #define BD_GEMM_TILE_MIN_M 32
 #define BD_GEMM_TILE_MIN_N 64
 void bd_gemm_tile_grid(int64_t m, int64_t n, int64_t k, int64_t *tm, int64_t *tn);
+/* The grid of braid's own kernels (whose bits do not depend on it): all rows
+ * in one tile up to BD_GEMM_STRIP_M, the columns cut into strips of a
+ * multiple of 32 until there are 16 tiles (bd_gemm_strip_grid). */
+#define BD_GEMM_STRIP_M 240
+void bd_gemm_strip_grid(int64_t m, int64_t n, int64_t k, int64_t *tm, int64_t *tn);
 void bd_sgemm(int threads, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
               int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 

@@ -307,10 +307,13 @@ int bd_sgemm_braid(int kernel, int ta, int tb, int64_t m, int64_t n, int64_t k, 
         /* A few rows use each of B's panels once: read B in place then (all
          * but its last, partial panel); the same products, the same bits. So
          * also where B's rows are close enough that a panel's rows stay in
-         * cache unpacked (on a Xeon with AVX-512, 128 rows: 148 GFLOP/s
-         * against 130 packed at 384 columns, but 138 against 147 at 512,
-         * 106 against 131 at 1024). */
-        int64_t direct = !tb && (m <= MR || ldb <= 400) ? n / NR * NR : 0;
+         * cache unpacked, for fewer than 128 rows (on a Xeon with AVX-512,
+         * one thread, 384 x 384 B in strips of 32 columns: 190 us direct
+         * against 190-225 packed at 96 rows, but 263-266 against 245-259 at
+         * 128 rows, 520-530 against 502-508 at 256; 128 x 384 x 1536:
+         * 1261-1275 against 1096-1103: the rows of a K block of A, 6 KiB
+         * apart, and of B, 1.5 KiB apart, fall on few L1 sets). */
+        int64_t direct = !tb && (m <= MR || (ldb <= 400 && m < 128)) ? n / NR * NR : 0;
         if (direct < n) {
             if (!tb && NR == 32) pack_b_n512(b + direct, ldb, n - direct, k0, kc, bp);
             else pack_b(NR, tb, b + (tb ? direct * ldb : direct), ldb, n - direct, k0, kc, bp);

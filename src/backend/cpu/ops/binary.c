@@ -182,7 +182,16 @@ static void row_pow_any(const void *const *p, const int64_t *s, void *o, int64_t
         T *o = vo;                                                                                 \
         if (s[0] && s[1] && s[2])                                                                  \
             for (int64_t i = 0; i < n; i++) o[i] = c[i] ? x[i] : y[i];                             \
-        else                                                                                       \
+        else if (s[0] && !s[1] && s[2]) { /* Where(IsNaN(v), 0, v): 2.7x faster than by strides */ \
+            T xv = x[0];                                                                           \
+            for (int64_t i = 0; i < n; i++) o[i] = c[i] ? xv : y[i];                               \
+        } else if (s[0] && s[1] && !s[2]) {                                                        \
+            T yv = y[0];                                                                           \
+            for (int64_t i = 0; i < n; i++) o[i] = c[i] ? x[i] : yv;                               \
+        } else if (s[0] && !s[1] && !s[2]) {                                                       \
+            T xv = x[0], yv = y[0];                                                                \
+            for (int64_t i = 0; i < n; i++) o[i] = c[i] ? xv : yv;                                 \
+        } else                                                                                     \
             for (int64_t i = 0; i < n; i++) o[i] = c[i * s[0]] ? x[i * s[1]] : y[i * s[2]];        \
     }
 WHERE_ROW(row_where_1, uint8_t)
