@@ -534,7 +534,9 @@ braid_status bd_inst_layout(bd_inst *x, const bd_tensor *inputs, bd_err *e)
     nx.flat_own = bd_calloc((size_t)f->n_nodes + 1, 1);
     nx.vlayout = bd_calloc((size_t)f->n_values + 1, 1);
     if (!nx.flat_own || !nx.vlayout) {
-        nx.flat = NULL;
+        nx.flat = NULL; /* f is freed below; its own list with it */
+        bd_free(nx.flat_own);
+        nx.flat_own = NULL;
         bd_inst_free(&nx);
         st = BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
         goto fail;
