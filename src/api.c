@@ -480,6 +480,8 @@ static void write_profile(braid_session *s)
                 if (n->out[k] >= 0) fprintf(f, "%s%s", k ? " " : "", bd_shape_str(&p->inst.vals[n->out[k]], b, sizeof b));
             }
             fprintf(f, "\"");
+            if (p->inst.vlayout && n->n_out > 0 && n->out[0] >= 0 && p->inst.vlayout[n->out[0]] == BD_LAYOUT_NHWC)
+                fprintf(f, ",\"layout\":\"NHWC\""); /* shapes are (N, H, W, C); a Conv's W (KH, KW, C/group, M) */
             if (t->threads > 0) fprintf(f, ",\"threads\":%d", t->threads);
             fprintf(f, "}}");
             first = 0;
