@@ -76,6 +76,10 @@ void bd_conv_nhwc_cap(int level) { nk_cap = level; }
  * large W cost the tiles more (TLB, prefetch) than the copy (192->384 3x3:
  * 2.2 -> 1.85 ms on one thread). */
 #define NK_PACK_MIN (128 * 1024)
+/* ... unless the call has fewer output pixels than this: W is then read a
+ * few times only, in place (1x1 512->512 on 7x7: the copy cost more than
+ * the tiles; 512->1280 on one pixel, a GEMV: three times). */
+#define NK_PACK_PIX 96
 
 /* One microkernel call: RB pixels (the kernel's constant) of one output row,
  * nm output channels from the block's first. */
@@ -510,6 +514,7 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     j.flat = !p->x_nchw && g->k[0] == 1 && g->k[1] == 1 && g->s[0] == 1 && g->s[1] == 1 && g->pb[0] == 0 &&
              g->pb[1] == 0 && g->pe[0] == 0 && g->pe[1] == 0;
     j.units = j.flat ? (g->n * j.H * j.W + NK_FLAT_CHUNK - 1) / NK_FLAT_CHUNK : g->n * j.OH;
+    int64_t pixels = g->n * j.OH * j.OW;
     *done = 1;
     int64_t blocks = j.dw ? j.nb : g->group * j.nb, tasks = blocks * j.units;
     if (tasks == 0 || j.OW == 0 || j.mg == 0) return BRAID_OK;
@@ -530,7 +535,7 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     j.KK = g->k[0] * g->k[1];
     j.merge = !j.dw && !j.flat && j.sc == 1 && j.sw == j.cg && g->d[1] == 1;
     j.mgp = j.nvec * vl;
-    if (!j.dw && j.mg > vl * nvmax && j.KK * j.cg * j.M >= NK_PACK_MIN) {
+    if (!j.dw && j.mg > vl * nvmax && j.KK * j.cg * j.M >= NK_PACK_MIN && pixels >= NK_PACK_PIX) {
         j.wp = bd_malloc((size_t)(g->group * j.KK * j.cg * j.mgp) * sizeof(float));
         if (!j.wp) {
             bd_free(j.scratch);
