@@ -78,6 +78,8 @@ typedef struct lay {
     unsigned char *cv;    /* per value: converted to NHWC for a reader (this round) */
     unsigned char *cv0;   /* the same, last round: available in NHWC */
     int *nh_reads;        /* per value: NHWC readers */
+    int *up;              /* per node: union-find parent (prune_regions) */
+    unsigned char *rflag; /* per node: region flags (prune_regions) */
     /* the flat graph being made */
     bd_graph *f;
     int cap_nodes;
@@ -241,6 +243,53 @@ static int isolated(const lay *L, int i)
     const bd_node *n = L->x->node[i];
     return L->mode[i] && kind_of(n) == K_CONV && !L->xnchw[i] && !L->nh[n->in[0]] && L->nh_reads[n->out[0]] == 0 &&
            !(L->cv[n->in[0]] > 1);
+}
+
+static int root(int *up, int i)
+{
+    while (up[i] != i) i = up[i] = up[up[i]];
+    return i;
+}
+
+/* A region (the NHWC nodes joined by the values they pass in NHWC) that
+ * converts some input into NHWC but holds no 1x1 Conv: its dense
+ * convolutions run about as fast in NCHW while the conversions cost, so
+ * its Convs are kept NCHW (two_conv_add, bench-cpu: 1.56 ms NCHW against
+ * 1.65 with the conversions; where a 1x1 Conv is in the region, NHWC won on
+ * every model measured). Returns 1 when it banned a Conv. up, flag: node
+ * scratch. */
+static int prune_regions(lay *L, int *up, unsigned char *flag)
+{
+    const bd_graph *g = L->g;
+    int nn = g->n_nodes, changed = 0;
+    enum { CONVERTS = 1, POINTWISE = 2 };
+    for (int i = 0; i < nn; i++) up[i] = i, flag[i] = 0;
+    int *first = L->nh_reads; /* reused: per value, the first NHWC reader of a converted value, + 1 */
+    memset(first, 0, (size_t)g->n_values * sizeof *first);
+    for (int i = 0; i < nn; i++) {
+        const bd_node *n = L->x->node[i];
+        if (!L->mode[i]) continue;
+        int kind = kind_of(n), nd = kind == K_CONV || kind == K_POOL ? 1 : data_inputs(n, kind);
+        if (kind == K_CONV && val(L, n->in[1])->dims[2] == 1 && val(L, n->in[1])->dims[3] == 1) flag[i] |= POINTWISE;
+        for (int k = 0; k < nd; k++) {
+            int v = n->in[k];
+            if (v < 0 || (k == 0 && L->xnchw[i]) || is_const(L, v)) continue;
+            int pr = g->values[v].producer;
+            if (L->nh[v] && pr >= 0 && L->mode[pr]) {
+                up[root(up, i)] = root(up, pr);
+            } else if (!L->nh[v]) {
+                flag[i] |= CONVERTS;
+                if (first[v]) up[root(up, i)] = root(up, first[v] - 1);
+                else first[v] = i + 1;
+            }
+        }
+    }
+    for (int i = 0; i < nn; i++) flag[root(up, i)] |= flag[i];
+    for (int i = 0; i < nn; i++) {
+        const bd_node *n = L->x->node[i];
+        if (L->mode[i] && kind_of(n) == K_CONV && flag[root(up, i)] == CONVERTS) L->ban[i] = 1, changed = 1;
+    }
+    return changed;
 }
 
 /* ---- building the flat graph ---------------------------------------------------- */
@@ -473,17 +522,20 @@ braid_status bd_inst_layout(bd_inst *x, const bd_tensor *inputs, bd_err *e)
     L.cv = bd_calloc((size_t)nv + 1, 1);
     L.cv0 = bd_calloc((size_t)nv + 1, 1);
     L.nh_reads = bd_calloc((size_t)nv + 1, sizeof *L.nh_reads);
+    L.up = bd_malloc(((size_t)nn + 1) * sizeof *L.up);
+    L.rflag = bd_malloc((size_t)nn + 1);
     L.nhv = bd_malloc(((size_t)nv + 1) * sizeof *L.nhv);
     L.hwio = bd_malloc(((size_t)nv + 1) * sizeof *L.hwio);
-    BD_CHECK_ALLOC(e, L.mode && L.xnchw && L.ban && L.nh && L.back && L.cv && L.cv0 && L.nh_reads && L.nhv && L.hwio);
+    BD_CHECK_ALLOC(e, L.mode && L.xnchw && L.ban && L.nh && L.back && L.cv && L.cv0 && L.nh_reads && L.up && L.rflag && L.nhv && L.hwio);
     /* Rounds until nothing changes: a value converted for one reader is
      * available in NHWC to the others in the next round. */
     for (int round = 0; round < 16; round++) {
         decide(&L);
-        int changed = memcmp(L.cv, L.cv0, (size_t)nv) != 0;
         count_cv_readers(&L);
+        int changed = memcmp(L.cv, L.cv0, (size_t)nv) != 0;
         for (int i = 0; i < nn; i++)
             if (isolated(&L, i)) L.ban[i] = 1, changed = 1;
+        if (!changed) changed = prune_regions(&L, L.up, L.rflag);
         memcpy(L.cv0, L.cv, (size_t)nv);
         if (!changed) break;
     }
@@ -564,6 +616,8 @@ fail:
     bd_free(L.cv);
     bd_free(L.cv0);
     bd_free(L.nh_reads);
+    bd_free(L.up);
+    bd_free(L.rflag);
     bd_free(L.nhv);
     bd_free(L.hwio);
     return st;

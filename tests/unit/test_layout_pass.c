@@ -1,7 +1,8 @@
 /* test_layout_pass.c: the plan-time layout pass (src/graph/layout.c). On
  * models built here it checks which values become NHWC and where the
  * conversions go (counts and names, through bd_prepare and the plan print),
- * that a lone Conv between two conversions stays NCHW, that a few-channel
+ * that a lone Conv between two conversions, or a region of 3x3 Convs behind
+ * a conversion, stays NCHW, that a few-channel
  * input is read in NCHW directly, that plans without the pass are untouched,
  * and that every output of a session with the pass matches the same session
  * without it (NCHW kernels, checked against onnxruntime elsewhere) within
@@ -115,6 +116,22 @@ static void model_lone(mb *b, mb_model *mm)
     conv(b, g, "x,W", "c", 3, 1, 1, 1);
     mb_node(b, g, "Reshape", "c,shape", "y", "reshape");
     mb_output(b, g, "y", F, 2, yd);
+    mb_model_init(b, mm, g, 18);
+}
+
+/* Model "dense": x (1, 16, 8, 8) -> Conv 3x3 + Relu -> Conv 3x3 -> y: a
+ * region of 3x3 Convs behind a conversion of its input stays NCHW. */
+static void model_dense(mb *b, mb_model *mm)
+{
+    Onnx__GraphProto *g = mb_graph(b, "dense");
+    int64_t xd[4] = {1, 16, 8, 8}, w[4] = {16, 16, 3, 3}, yd[4] = {1, 16, 8, 8};
+    mb_input(b, g, "x", F, 4, xd);
+    init_rand(b, g, "W", 4, w, 13);
+    init_rand(b, g, "V", 4, w, 14);
+    conv(b, g, "x,W", "c", 3, 1, 1, 1);
+    mb_node(b, g, "Relu", "c", "r", "relu");
+    conv(b, g, "r,V", "y", 3, 1, 1, 1);
+    mb_output(b, g, "y", F, 4, yd);
     mb_model_init(b, mm, g, 18);
 }
 
@@ -286,6 +303,18 @@ int main(void)
     int64_t xl[4] = {1, 16, 6, 6};
     model_lone(&b, &mm);
     if (!plan_of(&b, &mm, xl, 1, &text, &p, &g)) {
+        CHECK(!p.inst.vlayout);
+        CHECK(!strstr(text, "launch to_nhwc"));
+        free(text);
+        bd_prepared_free(&p);
+        bd_graph_free(&g);
+    }
+    mb_free(&b);
+
+    /* dense: no 1x1 Conv behind the input's conversion: NCHW */
+    int64_t xdn[4] = {1, 16, 8, 8};
+    model_dense(&b, &mm);
+    if (!plan_of(&b, &mm, xdn, 1, &text, &p, &g)) {
         CHECK(!p.inst.vlayout);
         CHECK(!strstr(text, "launch to_nhwc"));
         free(text);
