@@ -2,6 +2,7 @@
  * that several kernel families share. */
 #include "cpu_ops.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #include "util/dtype.h"
@@ -72,4 +73,16 @@ void bd_set_f64(bd_tensor *t, int64_t i, double v)
         if (bd_dtype_is_narrow_float(t->dtype)) bd_float_to_narrow(t->dtype, t->data, i, (float)v);
         break;
     }
+}
+
+int bd_cpu_vec_level(void)
+{
+    static _Atomic int lvl = -1; /* the same answer for every thread, stored atomically */
+    int l = atomic_load_explicit(&lvl, memory_order_relaxed);
+    if (l < 0) {
+        __builtin_cpu_init();
+        l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        atomic_store_explicit(&lvl, l, memory_order_relaxed);
+    }
+    return l;
 }

@@ -44,6 +44,9 @@ void bd_broadcast_strides(const bd_tensor *in, const bd_tensor *out, int64_t *st
 /* Converts element i of any numeric tensor (float16 included) to double / from double. */
 double bd_get_f64(const bd_tensor *t, int64_t i);
 void bd_set_f64(bd_tensor *t, int64_t i, double v);
+/* The CPU's vector level for braid's kernels: 2 with AVX-512F, 1 with AVX2
+ * and FMA, 0 otherwise; probed once (threads may ask at once). */
+int bd_cpu_vec_level(void);
 /* Caps the vector level of the Conv kernels (ops/conv.c), for tests: 0 runs
  * im2col + SGEMM, 1 AVX2, 2 AVX-512 where the CPU has it (the default). */
 void bd_cpu_conv_cap(int level);

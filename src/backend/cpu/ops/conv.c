@@ -494,13 +494,7 @@ static int pg_cap = 2; /* bd_cpu_conv_cap */
 /* 0: no kernel (use im2col + SGEMM), 1: AVX2+FMA, 2: AVX-512F. */
 static int pg_level(void)
 {
-    static _Atomic int lvl = -1; /* streams' threads may ask at once: the same answer, stored atomically */
-    int l = atomic_load_explicit(&lvl, memory_order_relaxed);
-    if (l < 0) {
-        __builtin_cpu_init();
-        l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        atomic_store_explicit(&lvl, l, memory_order_relaxed);
-    }
+    int l = bd_cpu_vec_level();
     return BD_MIN(l, pg_cap);
 }
 

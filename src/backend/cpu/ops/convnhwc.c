@@ -257,13 +257,7 @@ static void (*const dwb_tab[2][2][2][9])(const nk_tile *) = {
 /* 0: plain loops, 1: AVX2 + FMA, 2: AVX-512F. */
 static int nk_level(void)
 {
-    static _Atomic int lvl = -1; /* threads may ask at once: the same answer, stored atomically */
-    int l = atomic_load_explicit(&lvl, memory_order_relaxed);
-    if (l < 0) {
-        __builtin_cpu_init();
-        l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        atomic_store_explicit(&lvl, l, memory_order_relaxed);
-    }
+    int l = bd_cpu_vec_level();
     return BD_MIN(l, nk_cap);
 }
 

@@ -203,18 +203,6 @@ __attribute__((target("avx512f"))) static void deinterleave3(float *out, int64_t
     }
 }
 
-static int simd_level(void)
-{
-    static _Atomic int lvl = -1; /* threads may ask at once: the same answer, stored atomically */
-    int l = atomic_load_explicit(&lvl, memory_order_relaxed);
-    if (l < 0) {
-        __builtin_cpu_init();
-        l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-        atomic_store_explicit(&lvl, l, memory_order_relaxed);
-    }
-    return l;
-}
-
 /* Planes of dst (m x kk, contiguous) with element (i, j) = src[j ld + i]
  * (4-byte elements; plane p's src from the odometer of the outer dims): cut
  * into tiles of ti x tj that fit the L1 cache, each tile by 16 x 16 (or
@@ -265,7 +253,7 @@ static void tr_tiles(void *vj, int64_t begin, int64_t end)
 
 static void transpose_4(int threads, const strided_job *s)
 {
-    tr_job t = {.s = s, .m = s->m, .kk = s->kk, .ld = s->st[s->r - 1] / 4, .lvl = simd_level()};
+    tr_job t = {.s = s, .m = s->m, .kk = s->kk, .ld = s->st[s->r - 1] / 4, .lvl = bd_cpu_vec_level()};
     /* tiles of about 4096 floats (16 KiB read, 16 KiB written) */
     t.tj = BD_MIN(t.kk, (int64_t)64);
     t.ti = BD_MIN(t.m, BD_MAX((int64_t)64, 4096 / t.tj));
@@ -385,7 +373,7 @@ static braid_status run_concat_split(const bd_kernel *k)
     braid_status st = bd_concat_rows_of(n, j.cat ? &k->out[0] : &k->in[0], &j.r, k->err);
     if (st) return st;
     if (j.r.outer >= 4 * k->threads || k->threads == 1) {
-        j.short_rows = j.r.row <= 8192 && simd_level() == 2;
+        j.short_rows = j.r.row <= 8192 && bd_cpu_vec_level() == 2;
         for (int i = 0; i < j.parts && j.short_rows; i++) {
             const bd_tensor *part = j.cat ? &k->in[i] : &k->out[i];
             j.short_rows = bd_concat_chunk(&j.r, part) >= 64 && part->data;

@@ -135,13 +135,7 @@ typedef struct pool_isa {
 
 static pool_isa isa_pick(void)
 {
-    static _Atomic int lvl = -1; /* threads may ask at once: the same answer, stored atomically */
-    int l = atomic_load_explicit(&lvl, memory_order_relaxed);
-    if (l < 0) {
-        __builtin_cpu_init();
-        l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-        atomic_store_explicit(&lvl, l, memory_order_relaxed);
-    }
+    int l = bd_cpu_vec_level();
     if (l == 2) return (pool_isa){fold_512, sum0_512, acc_512};
     if (l == 1) return (pool_isa){fold_256, sum0_256, acc_256};
     return (pool_isa){fold_c, sum0_c, acc_c};

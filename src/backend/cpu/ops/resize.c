@@ -164,18 +164,6 @@ static void dup2_c(float *y, const float *x, int64_t n)
 typedef void bilerp_fn(float *y, const float *r00, const float *r01, const float *r10, const float *r11, int64_t n,
                        float w0, float w1, float a, float b);
 
-static int rs_level(void)
-{
-    static _Atomic int lvl = -1; /* threads may ask at once: the same answer, stored atomically */
-    int l = atomic_load_explicit(&lvl, memory_order_relaxed);
-    if (l < 0) {
-        __builtin_cpu_init();
-        l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-        atomic_store_explicit(&lvl, l, memory_order_relaxed);
-    }
-    return l;
-}
-
 /* Planes of (OH, OW) from (IH, IW) with the tables of two axes, each
  * element a run of `inner` contiguous floats (1 for NCHW; the channels, and
  * any other trailing axes kept as they are, for NHWC). Rows (plane, oy) over
@@ -295,7 +283,7 @@ static void rs2_rows(void *ctx, int64_t begin, int64_t end)
 static void resize_2d(int threads, const float *x, float *y, int64_t planes, int64_t in_plane, const rs_axis *ah,
                       int64_t OH, const rs_axis *aw, int64_t OW, int64_t inner, float ev)
 {
-    const int lvl = rs_level();
+    const int lvl = bd_cpu_vec_level();
     rs2_job j = {x, y, in_plane, OH, OW, inner, ah, aw, ev, lvl == 2 ? bilerp_512 : lvl == 1 ? bilerp_256 : bilerp_c};
     int dup = inner == 1 && aw->taps == 1 && !aw->ext && OW % 2 == 0;
     for (int64_t ox = 0; ox < OW && dup; ox++) dup = aw->idx[ox] == ox / 2;
