@@ -43,6 +43,21 @@ void bd_flat_free(bd_graph *g, unsigned char *own)
     bd_free(own);
 }
 
+void bd_flat_share(bd_graph *f, const bd_graph *g)
+{
+    f->n_inputs = g->n_inputs;
+    f->inputs = g->inputs;
+    f->n_outputs = g->n_outputs;
+    f->outputs = g->outputs;
+    f->n_captures = g->n_captures;
+    f->is_sub = g->is_sub;
+    f->input_shapes = g->input_shapes;
+    f->n_opsets = g->n_opsets;
+    f->opsets = g->opsets;
+    f->ir_version = g->ir_version;
+    f->name = g->name;
+}
+
 /* Grows the instance's per-value and per-node arrays to the flat graph's
  * sizes: values keep their index; nodes before `at` keep their states, and
  * from `at` (the If's place) on every node is still to be inferred. */
@@ -144,18 +159,7 @@ braid_status bd_inst_inline_if(bd_inst *x, int at, int b, bd_err *e)
         *v = br->values[w];
         v->flags &= BD_VAL_CONST;
     }
-    /* The rest of the graph struct is the outer graph's (shared). */
-    f->n_inputs = g->n_inputs;
-    f->inputs = g->inputs;
-    f->n_outputs = g->n_outputs;
-    f->outputs = g->outputs;
-    f->n_captures = g->n_captures;
-    f->is_sub = g->is_sub;
-    f->input_shapes = g->input_shapes;
-    f->n_opsets = g->n_opsets;
-    f->opsets = g->opsets;
-    f->ir_version = g->ir_version;
-    f->name = g->name;
+    bd_flat_share(f, g); /* the rest of the graph struct is the outer graph's */
     /* Nodes: before the If, the branch, its Identities, after the If. */
     int k = 0;
     for (int i = 0; i < at; i++, k++) {

@@ -554,17 +554,7 @@ braid_status bd_inst_layout(bd_inst *x, const bd_tensor *inputs, bd_err *e)
     L.cap_nodes = nn + 15;
     memcpy(f->values, g->values, (size_t)nv * sizeof *f->values);
     f->n_values = nv;
-    f->n_inputs = g->n_inputs;
-    f->inputs = g->inputs;
-    f->n_outputs = g->n_outputs;
-    f->outputs = g->outputs;
-    f->n_captures = g->n_captures;
-    f->is_sub = g->is_sub;
-    f->input_shapes = g->input_shapes;
-    f->n_opsets = g->n_opsets;
-    f->opsets = g->opsets;
-    f->ir_version = g->ir_version;
-    f->name = g->name;
+    bd_flat_share(f, g);
     for (int i = 0; i < nn; i++) {
         if (L.mode[i]) {
             BD_TRY(emit_nhwc(&L, i, e));

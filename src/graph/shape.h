@@ -62,6 +62,8 @@ typedef struct bd_inst {
  * 1: else): x->g becomes a flat graph, nodes from `at` on still to infer. */
 braid_status bd_inst_inline_if(bd_inst *x, int at, int b, bd_err *e);
 void bd_flat_free(bd_graph *g, unsigned char *own);
+/* A flat graph f shares g's inputs, outputs, opsets and name (not owned). */
+void bd_flat_share(bd_graph *f, const bd_graph *g);
 
 /* inputs: one per graph input (g->inputs order); only dtype and shape are
  * read, and the data of small inputs that decide shapes (plan values).
