@@ -113,13 +113,22 @@ static int kind_of(const bd_node *n)
     return fam == BD_FAM_activation || fam == BD_FAM_unary || fam == BD_FAM_binary ? K_ELT : K_NONE;
 }
 
-/* The inputs of node n that follow its layout (the rest are parameters). */
+/* The inputs of node n that follow its layout (the rest are parameters):
+ * every input of elementwise ops and Concat, input 0 of the others. */
 static int data_inputs(const bd_node *n, int kind)
 {
     switch (kind) {
     case K_ELT: case K_CONCAT: return bd_node_formal_in(n);
     default: return n->n_in > 0 ? 1 : 0;
     }
+}
+
+/* Value read as data input k of NHWC node i in NHWC (made so, converted or a
+ * permuted constant), or -1: omitted, or the NCHW input a Conv reads
+ * straight. */
+static int nhwc_read(const lay *L, int i, const bd_node *n, int k)
+{
+    return k == 0 && L->xnchw[i] ? -1 : n->in[k];
 }
 
 /* Whether node n can run in NHWC with the layouts decided so far; *any: one
@@ -202,10 +211,10 @@ static void decide(lay *L)
         if (ok && kind == K_CONV && !any && val(L, n->in[0])->dims[1] <= BD_LAYOUT_X_NCHW) L->xnchw[i] = 1;
         if (ok && (kind == K_CONV || any)) {
             L->mode[i] = 1;
-            int nd = kind == K_CONV || kind == K_POOL ? 1 : data_inputs(n, kind);
+            int nd = data_inputs(n, kind);
             for (int k = 0; k < nd; k++) {
-                int v = n->in[k];
-                if (v < 0 || (k == 0 && L->xnchw[i])) continue;
+                int v = nhwc_read(L, i, n, k);
+                if (v < 0) continue;
                 if (L->nh[v]) L->nh_reads[v]++;
                 else if (!is_const(L, v)) L->cv[v] = 1;
             }
@@ -226,10 +235,10 @@ static void count_cv_readers(lay *L)
     for (int i = 0; i < L->g->n_nodes; i++) {
         const bd_node *n = L->x->node[i];
         if (!L->mode[i]) continue;
-        int kind = kind_of(n), nd = kind == K_CONV || kind == K_POOL ? 1 : data_inputs(n, kind);
+        int kind = kind_of(n), nd = data_inputs(n, kind);
         for (int k = 0; k < nd; k++) {
-            int v = n->in[k];
-            if (v >= 0 && L->cv[v] && !(k == 0 && L->xnchw[i]) && L->cv[v] < 255) L->cv[v]++;
+            int v = nhwc_read(L, i, n, k);
+            if (v >= 0 && L->cv[v] && L->cv[v] < 255) L->cv[v]++;
         }
     }
     for (int v = 0; v < L->g->n_values; v++)
@@ -256,11 +265,12 @@ static int root(int *up, int i)
  * convolutions run about as fast in NCHW while the conversions cost, so
  * its Convs are kept NCHW (two_conv_add, bench-cpu: 1.56 ms NCHW against
  * 1.65 with the conversions; where a 1x1 Conv is in the region, NHWC won on
- * every model measured). Returns 1 when it banned a Conv. up, flag: node
- * scratch. */
-static int prune_regions(lay *L, int *up, unsigned char *flag)
+ * every model measured). Returns 1 when it banned a Conv. */
+static int prune_regions(lay *L)
 {
     const bd_graph *g = L->g;
+    int *up = L->up;
+    unsigned char *flag = L->rflag;
     int nn = g->n_nodes, changed = 0;
     enum { CONVERTS = 1, POINTWISE = 2 };
     for (int i = 0; i < nn; i++) up[i] = i, flag[i] = 0;
@@ -269,11 +279,11 @@ static int prune_regions(lay *L, int *up, unsigned char *flag)
     for (int i = 0; i < nn; i++) {
         const bd_node *n = L->x->node[i];
         if (!L->mode[i]) continue;
-        int kind = kind_of(n), nd = kind == K_CONV || kind == K_POOL ? 1 : data_inputs(n, kind);
+        int kind = kind_of(n), nd = data_inputs(n, kind);
         if (kind == K_CONV && val(L, n->in[1])->dims[2] == 1 && val(L, n->in[1])->dims[3] == 1) flag[i] |= POINTWISE;
         for (int k = 0; k < nd; k++) {
-            int v = n->in[k];
-            if (v < 0 || (k == 0 && L->xnchw[i]) || is_const(L, v)) continue;
+            int v = nhwc_read(L, i, n, k);
+            if (v < 0 || is_const(L, v)) continue;
             int pr = g->values[v].producer;
             if (L->nh[v] && pr >= 0 && L->mode[pr]) {
                 up[root(up, i)] = root(up, pr);
@@ -445,13 +455,13 @@ static braid_status emit_nhwc(lay *L, int i, bd_err *e)
 {
     braid_status st = BRAID_OK;
     const bd_node *n = L->x->node[i];
-    int kind = kind_of(n), nd = kind == K_CONV || kind == K_POOL ? 1 : data_inputs(n, kind);
+    int kind = kind_of(n), nd = data_inputs(n, kind);
     int *in = own(L->o, bd_malloc(((size_t)n->n_in + 1) * sizeof *in));
     int *out = own(L->o, bd_malloc(((size_t)n->n_out + 1) * sizeof *out));
     BD_CHECK_ALLOC(e, in && out);
     memcpy(in, n->in, (size_t)n->n_in * sizeof *in);
     for (int k = 0; k < nd; k++)
-        if (n->in[k] >= 0 && !(k == 0 && L->xnchw[i])) BD_TRY(nhwc_of(L, n->in[k], &in[k], e));
+        if (nhwc_read(L, i, n, k) >= 0) BD_TRY(nhwc_of(L, n->in[k], &in[k], e));
     void *params = NULL;
     if (kind == K_CONV) {
         int w = n->in[1];
@@ -535,7 +545,7 @@ braid_status bd_inst_layout(bd_inst *x, const bd_tensor *inputs, bd_err *e)
         int changed = memcmp(L.cv, L.cv0, (size_t)nv) != 0;
         for (int i = 0; i < nn; i++)
             if (isolated(&L, i)) L.ban[i] = 1, changed = 1;
-        if (!changed) changed = prune_regions(&L, L.up, L.rflag);
+        if (!changed) changed = prune_regions(&L);
         memcpy(L.cv0, L.cv, (size_t)nv);
         if (!changed) break;
     }

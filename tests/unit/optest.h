@@ -11,6 +11,9 @@
 
 /* Intra-op threads the kernels may use. */
 static int g_threads = 1;
+/* When set, run() calls it between parse and infer (to set what the layout
+ * pass would set in the node's parameters). */
+static void (*g_after_parse)(bd_node *n) = NULL;
 
 /* parse + infer + allocate every output (filled with 0xFF bytes, NaN as
  * floats: the kernel must write every element) + run. Outputs' data is
@@ -19,6 +22,7 @@ static braid_status run(bd_node *n, bd_tensor *in, bd_tensor *out, bd_err *e)
 {
     braid_status st = bd_op_parse(n, e);
     if (st) return st;
+    if (g_after_parse) g_after_parse(n);
     if ((st = bd_op_infer(n, in, out, e))) return st;
     for (int i = 0; i < n->n_out; i++) {
         size_t nb;

@@ -1,6 +1,7 @@
 /* convnhwc.h: the conv and pool kernels on NHWC data (convnhwc.c,
  * poolnhwc.c), for the nodes the layout pass (src/graph/layout.c) set to
- * BD_LAYOUT_NHWC. conv.c and pool.c dispatch to them. */
+ * BD_LAYOUT_NHWC, and the pool window tables poolnhwc.c shares with pool.c.
+ * conv.c and pool.c dispatch to them. */
 #ifndef BD_CPU_CONVNHWC_H
 #define BD_CPU_CONVNHWC_H
 
@@ -20,5 +21,17 @@ void bd_conv_nhwc_cap(int level);
 /* A 2-D float MaxPool or AveragePool (one output), GlobalAveragePool or
  * GlobalMaxPool: X and Y (N, H, W, C). */
 braid_status bd_pool_nhwc(const bd_kernel *k);
+
+/* Per spatial axis and output position of a pool window (pool.c, shared
+ * with poolnhwc.c): the first valid input index, how many taps fall inside
+ * the input, and how many inside the input plus its explicit pads
+ * (count_include_pad's divisor). */
+typedef struct bd_pool_axis {
+    int64_t *first, *count, *npad;
+} bd_pool_axis;
+/* Fills t for `out` outputs over an axis of length L: k taps, stride s,
+ * dilation dl, pads pb and pe. */
+void bd_pool_fill_axis(bd_pool_axis *t, int64_t out, int64_t L, int64_t k, int64_t s, int64_t dl, int64_t pb,
+                       int64_t pe);
 
 #endif /* BD_CPU_CONVNHWC_H */

@@ -14,15 +14,8 @@
 #include <math.h>
 #include <string.h>
 
-/* Per spatial axis and output position: the first valid input index of the
- * window, how many of its taps fall inside the input, and how many fall
- * inside the input plus its explicit pads (count_include_pad's divisor). */
-typedef struct axis_tab {
-    int64_t *first, *count, *npad;
-} axis_tab;
-
-static void fill_axis(axis_tab *t, int64_t out, int64_t L, int64_t k, int64_t s, int64_t dl,
-                      int64_t pb, int64_t pe)
+void bd_pool_fill_axis(bd_pool_axis *t, int64_t out, int64_t L, int64_t k, int64_t s, int64_t dl, int64_t pb,
+                       int64_t pe)
 {
     for (int64_t o = 0; o < out; o++) {
         int64_t start = o * s - pb;
@@ -37,7 +30,7 @@ static void fill_axis(axis_tab *t, int64_t out, int64_t L, int64_t k, int64_t s,
 
 /* The run [*lo, *hi) of an axis's n outputs whose windows lie wholly
  * inside the input (k taps each): from the first such output on. */
-static void whole_run(const axis_tab *t, int64_t n, int64_t k, int64_t *lo, int64_t *hi)
+static void whole_run(const bd_pool_axis *t, int64_t n, int64_t k, int64_t *lo, int64_t *hi)
 {
     int64_t a = 0, b;
     while (a < n && t->count[a] != k) a++;
@@ -70,7 +63,7 @@ static inline void max_taps(float *y, const float *src, int64_t n, int64_t k, in
  * column-major order either way (a row's first NaN stays, as in the
  * interior path this generalizes); no output reads an input twice per row. */
 typedef struct max_job {
-    const axis_tab *t;
+    const bd_pool_axis *t;
     const float *x;
     float *y, *tmp;          /* tmp: (planes, W) */
     int64_t H, W, O[3], dd, dh, dw, isz, osz;
@@ -90,7 +83,7 @@ typedef struct max_job {
  * The taps meet in the same order as max_planes' (bitwise the same). */
 static BD_CLONES void max_plane_flat(const max_job *j, const float *xp, float *yp, float *v)
 {
-    const axis_tab *t = j->t;
+    const bd_pool_axis *t = j->t;
     const int64_t W = j->W, OH = j->O[1];
     int64_t rlo, rhi;
     whole_run(&t[1], OH, j->KH, &rlo, &rhi); /* rows rlo..rhi: t[1].first[oh] = oh - pad, all taps inside */
@@ -120,7 +113,7 @@ static BD_CLONES void max_plane_flat(const max_job *j, const float *xp, float *y
 static BD_CLONES void max_planes(void *ctx, int64_t b, int64_t e)
 {
     const max_job *j = ctx;
-    const axis_tab *t = j->t;
+    const bd_pool_axis *t = j->t;
     const int64_t H = j->H, W = j->W, dw = j->dw;
     float *v = j->flat ? bd_malloc((size_t)(j->O[1] * W) * sizeof *v + 1) : NULL;
     if (j->flat && !v) {
@@ -170,7 +163,7 @@ static BD_CLONES void max_planes(void *ctx, int64_t b, int64_t e)
  * thread with its own row buffer tmp (W floats). */
 typedef struct wp_job {
     const bd_node *n;
-    axis_tab t[3];
+    bd_pool_axis t[3];
     int64_t L[3], O[3], K[3], S[3], DL[3];
     const float *x;
     float *y;
@@ -184,7 +177,7 @@ typedef struct wp_job {
 static BD_CLONES void wp_planes(const wp_job *j, int64_t begin, int64_t end, float *tmp)
 {
     const bd_pool_params *p = j->n->params;
-    const axis_tab *t = j->t;
+    const bd_pool_axis *t = j->t;
     const int64_t *L = j->L, *O = j->O, *K = j->K, *S = j->S;
     const int64_t D = L[0], H = L[1], W = L[2];
     const int64_t dd = j->DL[0], dh = j->DL[1], dw = j->DL[2];
@@ -324,12 +317,12 @@ static braid_status window_pool(const bd_kernel *k)
         }
     buf = bd_malloc(((size_t)(O[0] + O[1] + O[2]) * 3 + (size_t)L[2] + 1) * sizeof *buf);
     BD_CHECK_ALLOC(e, buf);
-    axis_tab t[3];
+    bd_pool_axis t[3];
     int64_t *q = buf;
     for (int i = 0; i < 3; i++) {
         t[i].first = q; t[i].count = q + O[i]; t[i].npad = q + 2 * O[i];
         q += 3 * O[i];
-        fill_axis(&t[i], O[i], L[i], K[i], S[i], DL[i], PB[i], PE[i]);
+        bd_pool_fill_axis(&t[i], O[i], L[i], K[i], S[i], DL[i], PB[i], PE[i]);
     }
     float *tmp = (float *)q; /* (W): one reduced row */
 
@@ -410,7 +403,7 @@ static braid_status global_pool(const bd_kernel *k)
 
 typedef struct gen_job {
     const bd_node *n;
-    axis_tab t[3];
+    bd_pool_axis t[3];
     int64_t L[3], O[3], DL[3];
     const bd_tensor *x;
     bd_tensor *y;
@@ -481,7 +474,7 @@ static braid_status window_generic(const bd_kernel *k)
     for (int i = 0; i < 3; i++) {
         j.t[i].first = q, j.t[i].count = q + j.O[i], j.t[i].npad = q + 2 * j.O[i];
         q += 3 * j.O[i];
-        fill_axis(&j.t[i], j.O[i], j.L[i], K[i], S[i], j.DL[i], PB[i], PE[i]);
+        bd_pool_fill_axis(&j.t[i], j.O[i], j.L[i], K[i], S[i], j.DL[i], PB[i], PE[i]);
     }
     int64_t work = j.O[0] * j.O[1] * j.O[2] * K[0] * K[1] * K[2];
     bd_parallel_for(k->threads, k->in[0].dims[0] * k->in[0].dims[1], BD_MAX((int64_t)1, 65536 / (work + 1)),

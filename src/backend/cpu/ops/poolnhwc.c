@@ -143,29 +143,9 @@ static pool_isa isa_pick(void)
 
 /* ---- the window pools ---------------------------------------------------------- */
 
-/* Per output position of an axis: the first valid input index of the window,
- * how many taps fall inside the input, and how many inside the input plus its
- * explicit pads (count_include_pad's divisor); as pool.c's tables. */
-typedef struct axis_tab {
-    int64_t *first, *count, *npad;
-} axis_tab;
-
-static void fill_axis(axis_tab *t, int64_t out, int64_t L, int64_t k, int64_t s, int64_t dl, int64_t pb, int64_t pe)
-{
-    for (int64_t o = 0; o < out; o++) {
-        int64_t start = o * s - pb;
-        int64_t j0 = start >= 0 ? 0 : (-start + dl - 1) / dl;
-        int64_t j1 = L - 1 - start >= 0 ? BD_MIN(k, (L - 1 - start) / dl + 1) : 0;
-        int64_t jp = L + pe - start > 0 ? BD_MIN(k, (L + pe - start + dl - 1) / dl) : 0;
-        t->first[o] = start + j0 * dl;
-        t->count[o] = j1 > j0 ? j1 - j0 : 0;
-        t->npad[o] = jp;
-    }
-}
-
 typedef struct win_job {
     pool_isa isa;
-    axis_tab th, tw;
+    bd_pool_axis th, tw;
     const float *x;
     float *y, *tmp;     /* tmp: (workers, W * C) column values of a row */
     int64_t H, W, C, OH, OW, KH, KW, dh, dw;
@@ -237,10 +217,10 @@ static braid_status window_pool(const bd_kernel *k)
     j.max = node->op == BD_OP_MaxPool, j.cip = p->count_include_pad;
     buf = bd_malloc((size_t)(j.OH + j.OW) * 3 * sizeof *buf);
     BD_CHECK_ALLOC(e, buf);
-    j.th = (axis_tab){buf, buf + j.OH, buf + 2 * j.OH};
-    j.tw = (axis_tab){buf + 3 * j.OH, buf + 3 * j.OH + j.OW, buf + 3 * j.OH + 2 * j.OW};
-    fill_axis(&j.th, j.OH, j.H, j.KH, p->strides[0], j.dh, g.pad_begin[0], g.pad_end[0]);
-    fill_axis(&j.tw, j.OW, j.W, j.KW, p->strides[1], j.dw, g.pad_begin[1], g.pad_end[1]);
+    j.th = (bd_pool_axis){buf, buf + j.OH, buf + 2 * j.OH};
+    j.tw = (bd_pool_axis){buf + 3 * j.OH, buf + 3 * j.OH + j.OW, buf + 3 * j.OH + 2 * j.OW};
+    bd_pool_fill_axis(&j.th, j.OH, j.H, j.KH, p->strides[0], j.dh, g.pad_begin[0], g.pad_end[0]);
+    bd_pool_fill_axis(&j.tw, j.OW, j.W, j.KW, p->strides[1], j.dw, g.pad_begin[1], g.pad_end[1]);
     j.c0 = j.W, j.c1 = 0;
     for (int64_t ow = 0; ow < j.OW; ow++)
         if (j.tw.count[ow] > 0) {
