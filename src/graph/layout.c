@@ -4,7 +4,10 @@
  * - a 2-D float Conv with at least BD_LAYOUT_MIN_M output channels makes its
  *   output in NHWC (its kernel, cpu/ops/convnhwc.c, puts output channels in
  *   vector lanes; its weights are stored as (KH, KW, C/group, M) when the
- *   plan is made). It reads its input in NHWC where that exists, straight
+ *   plan is made, and with one group and more than 64 output channels in
+ *   panels of up to 64 of them, "<W>@panels" (bd_conv_params.w_panel), so
+ *   that each block of the kernel's channels reads W in one sequential run
+ *   instead of one strided row per input channel). It reads its input in NHWC where that exists, straight
  *   from NCHW where the input has few channels (a network's first Conv),
  *   and otherwise through a conversion;
  * - pools, elementwise ops (the activation, unary and binary families),
@@ -408,6 +411,21 @@ static int permuted_const(lay *L, int v, const int *perm, const char *suffix)
     return w;
 }
 
+/* Reorders the (KH, KW, C, M) float constant w of f into panels of pw
+ * output channels (bd_conv_params.w_panel); 0 when out of memory. */
+static int to_panels(lay *L, int w, int64_t pw)
+{
+    bd_value *v = &L->f->values[w];
+    int64_t m = v->dims[3], kkc = v->dims[0] * v->dims[1] * v->dims[2];
+    float *data = v->data, *tmp = bd_malloc((size_t)BD_MAX(kkc * m, (int64_t)1) * sizeof *tmp);
+    if (!tmp) return 0;
+    for (int64_t r = 0; r < kkc; r++)
+        for (int64_t c = 0; c < m; c++) tmp[bd_conv_panel_at(pw, m, kkc, r, c)] = data[r * m + c];
+    memcpy(data, tmp, (size_t)(kkc * m) * sizeof *tmp);
+    bd_free(tmp);
+    return 1;
+}
+
 /* The NHWC version in f of data input v (made now where needed). */
 static braid_status nhwc_of(lay *L, int v, int *out, bd_err *e)
 {
@@ -465,17 +483,21 @@ static braid_status emit_nhwc(lay *L, int i, bd_err *e)
     void *params = NULL;
     if (kind == K_CONV) {
         int w = n->in[1];
+        const bd_conv_params *p0 = n->params;
+        int64_t pw = p0->group == 1 ? bd_conv_panel_width(val(L, w)->dims[0]) : 0;
         if (L->hwio[w] < 0) {
             static const int hwio[4] = {2, 3, 1, 0}; /* (M, C/g, KH, KW) -> (KH, KW, C/g, M) */
-            L->hwio[w] = permuted_const(L, w, hwio, "@hwio");
+            L->hwio[w] = permuted_const(L, w, hwio, pw ? "@panels" : "@hwio");
             if (L->hwio[w] < 0) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+            if (pw && !to_panels(L, L->hwio[w], pw)) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
         }
         in[1] = L->hwio[w];
         bd_conv_params *p = own(L->o, bd_malloc(sizeof *p));
         BD_CHECK_ALLOC(e, p);
-        *p = *(const bd_conv_params *)n->params;
+        *p = *p0;
         p->layout = BD_LAYOUT_NHWC;
         p->x_nchw = L->xnchw[i];
+        p->w_panel = pw;
         params = p;
     } else if (kind == K_POOL) {
         bd_pool_params *p = own(L->o, bd_malloc(sizeof *p));

@@ -82,9 +82,32 @@ typedef struct bd_conv_params {
     int res;                            /* bd_conv_res, set by plan-time fusion: input 3 is added */
     /* Set by the layout pass (src/graph/layout.c), 2-D Conv only. NHWC: Y
      * and the residual are (N, H, W, M), W is (KH, KW, C/group, M) and X is
-     * (N, H, W, C), or (N, C, H, W) when x_nchw is set. */
+     * (N, H, W, C), or (N, C, H, W) when x_nchw is set. With w_panel (one
+     * group only), W's values keep those dims but lie in panels of w_panel
+     * output channels (the last one narrower): panel q holds channels
+     * [q w_panel, q w_panel + pw) as (KH, KW, C, pw) rows, so a kernel's
+     * block of channels reads W in one sequential run (bd_conv_panel_at). */
     int layout, x_nchw;
+    int64_t w_panel;
 } bd_conv_params;
+
+/* The panel width the layout pass gives an NHWC Conv of M output channels
+ * (one group): M cut into the fewest panels of at most 64 channels, each a
+ * whole number of 16-channel vectors and as even as that allows (96: 48 +
+ * 48, 160: 64 + 64 + 32); 0 (W stays (KH, KW, C, M)) when one panel holds M. */
+static inline int64_t bd_conv_panel_width(int64_t m)
+{
+    int64_t v = (m + 15) / 16, np = (v + 3) / 4;
+    return np <= 1 ? 0 : 16 * ((v + np - 1) / np);
+}
+
+/* Where W's value for output channel m at row r (r = (kh KW + kw) C + c, of
+ * kk_c = KH KW C rows) lies in panels of width pw of M channels. */
+static inline int64_t bd_conv_panel_at(int64_t pw, int64_t m_total, int64_t kk_c, int64_t r, int64_t m)
+{
+    int64_t q = m / pw, w = m_total - q * pw < pw ? m_total - q * pw : pw;
+    return q * pw * kk_c + r * w + (m - q * pw);
+}
 
 /* The resolved geometry of one Conv or ConvTranspose call. Spatial arrays
  * have nsp entries. For Conv, x is the image and y the grid of kernel

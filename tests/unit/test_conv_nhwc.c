@@ -7,7 +7,9 @@
  * groups 2 and 4, two images, tiny planes; every fused epilogue; and the same
  * bits on 1 and 3 threads; W large enough to be packed per call, and
  * large W on few pixels (GEMV, 5x5), read in place; depthwise 5x5 with
- * many channels (bands from a padded copy). Tolerance: 1e-4 absolute + 1e-4 relative, for
+ * many channels (bands from a padded copy); W in output-channel panels
+ * (the layout pass's w_panel), K chunks of whole taps and of a tap's
+ * channels, bit for bit against W in place. Tolerance: 1e-4 absolute + 1e-4 relative, for
  * float sums of up to a few thousand N(0,1) products against double. */
 #include <math.h>
 #include <stdio.h>
@@ -63,6 +65,9 @@ static void naive(const ncase *c, const float *x, const float *w, const float *b
                 }
 }
 
+/* The panel width conv_run gives W (one group only): 0, W as (KH, KW, C, M). */
+static int64_t g_panel = 0;
+
 /* Runs case c as an NHWC node at level lvl on `threads` threads; returns the
  * output (malloc'ed, NaN-filled first so that a skipped element shows). */
 static float *conv_run(const ncase *c, const float *x, const float *w, const float *b, const float *z, int act,
@@ -85,6 +90,15 @@ static float *conv_run(const ncase *c, const float *x, const float *w, const flo
     pa->layout = BD_LAYOUT_NHWC, pa->x_nchw = c->x_nchw;
     CHECK_EQ_INT(bd_op_infer(&t.n, in, &out, &e), BRAID_OK);
     pa->act = act, pa->act_a = aa, pa->act_b = ab, pa->res = res;
+    float *wpan = NULL;
+    if (g_panel && c->group == 1) { /* W in panels, as the layout pass stores it */
+        int64_t kkc = c->k[0] * c->k[1] * c->c;
+        wpan = malloc((size_t)(kkc * c->m) * sizeof *wpan + 1);
+        for (int64_t r = 0; r < kkc; r++)
+            for (int64_t m = 0; m < c->m; m++) wpan[bd_conv_panel_at(g_panel, c->m, kkc, r, m)] = w[r * c->m + m];
+        in[1].data = wpan;
+        pa->w_panel = g_panel;
+    }
     CHECK_EQ_INT(bd_numel(&out), numel_y(c));
     CHECK_EQ_INT(out.dims[3], c->m);
     int64_t ny = numel_y(c);
@@ -97,6 +111,7 @@ static float *conv_run(const ncase *c, const float *x, const float *w, const flo
     bd_conv_nhwc_cap(lvl);
     CHECK_EQ_INT(bd_cpu_conv(&k), BRAID_OK);
     bd_conv_nhwc_cap(2);
+    free(wpan);
     bd_free(t.n.params);
     t.n.params = NULL;
     return y;
@@ -155,6 +170,8 @@ static const ncase cases[] = {
     {3, 300, 170, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 on three 1x1 images, W in place"},
     {1, 512, 520, 1, {5, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 512->520 on 5x5: W in place"},
     {1, 128, 160, 1, {5, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 128->160 on 5x6: W in place"},
+    {1, 48, 64, 1, {14, 16}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 0, "3x3 dilation 2, 48->64: K chunks of whole taps"},
+    {1, 200, 96, 1, {9, 40}, {3, 3}, {2, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 200->96, 40 wide: K chunks, strips"},
 };
 
 /* Every case at every level on 1 and 3 threads against the naive loop, with a bias. */
@@ -245,11 +262,61 @@ static void test_threads_bitwise(void)
     }
 }
 
+/* W in panels (bd_conv_params.w_panel) of 16, 48 and 64 channels and of
+ * bd_conv_panel_width's choice: every one-group case at every level, on 1
+ * and 3 threads, against the naive loop and bit for bit against the same
+ * case with W as (KH, KW, C, M) (the same FMA chains); with a residual and
+ * an activation on a case of K chunks. Also the widths the layout pass
+ * picks. */
+static void test_panels(void)
+{
+    CHECK_EQ_INT(bd_conv_panel_width(64), 0);
+    CHECK_EQ_INT(bd_conv_panel_width(24), 0);
+    CHECK_EQ_INT(bd_conv_panel_width(96), 48);
+    CHECK_EQ_INT(bd_conv_panel_width(160), 64);
+    CHECK_EQ_INT(bd_conv_panel_width(80), 48);
+    CHECK_EQ_INT(bd_conv_panel_width(384), 64);
+    CHECK_EQ_INT(bd_conv_panel_width(100), 64);
+    unsigned seed = 21;
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        const ncase *c = &cases[ci];
+        if (c->group != 1 || c->m <= 16) continue;
+        float *x = randn(numel_x(c) + 1, &seed), *w = randn(numel_w(c) + 1, &seed), *b = randn(c->m + 1, &seed);
+        float *z = randn(numel_y(c) + 1, &seed);
+        int64_t ny = numel_y(c), widths[4] = {16, 48, 64, bd_conv_panel_width(c->m)};
+        float *ref = malloc((size_t)ny * sizeof *ref + 1);
+        int chunky = ci == sizeof cases / sizeof *cases - 1;
+        int act = chunky ? BD_ACT_HSWISH : BD_ACT_NONE, res = chunky ? BD_RES_PRE : BD_RES_NONE;
+        naive(c, x, w, b, z, act, 0, 0, res, ref);
+        for (int lvl = 2; lvl >= 0; lvl--) {
+            float *yh = conv_run(c, x, w, b, z, act, 0, 0, res, lvl, 1);
+            for (int wi = 0; wi < 4; wi++) {
+                if (!widths[wi] || widths[wi] >= c->m) continue;
+                g_panel = widths[wi];
+                for (int th = 1; th <= 3; th += 2) {
+                    float *y = conv_run(c, x, w, b, z, act, 0, 0, res, lvl, th);
+                    int bad = count_bad(y, ref, ny), same = memcmp(y, yh, (size_t)ny * sizeof *y) == 0;
+                    if (bad || !same)
+                        fprintf(stderr, "case '%s' panels of %lld level %d threads %d: %d values differ, %s bits\n",
+                                c->what, (long long)g_panel, lvl, th, bad, same ? "same" : "other");
+                    CHECK_EQ_INT(bad, 0);
+                    CHECK(same);
+                    free(y);
+                }
+                g_panel = 0;
+            }
+            free(yh);
+        }
+        free(x), free(w), free(b), free(z), free(ref);
+    }
+}
+
 int main(void)
 {
     (void)run, (void)done; /* optest.h's harness: these tests call the kernel themselves */
     test_cases_vs_naive();
     test_epilogues();
     test_threads_bitwise();
+    test_panels();
     return check_done();
 }

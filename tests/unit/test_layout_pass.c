@@ -119,6 +119,23 @@ static void model_lone(mb *b, mb_model *mm)
     mb_model_init(b, mm, g, 18);
 }
 
+/* Model "panels": x (1, 16, 6, 7) -> Conv 1x1 16->96 + Relu -> Conv 3x3
+ * 96->80 -> y: both Convs NHWC with W in panels of 48 channels. */
+static void model_panels(mb *b, mb_model *mm)
+{
+    Onnx__GraphProto *g = mb_graph(b, "panels");
+    int64_t xd[4] = {1, 16, 6, 7}, w1[4] = {96, 16, 1, 1}, w2[4] = {80, 96, 3, 3}, b2[1] = {80}, yd[4] = {1, 80, 6, 7};
+    mb_input(b, g, "x", F, 4, xd);
+    init_rand(b, g, "Wa", 4, w1, 11);
+    init_rand(b, g, "Wb", 4, w2, 12);
+    init_rand(b, g, "Bb", 1, b2, 13);
+    conv(b, g, "x,Wa", "ca", 1, 1, 0, 1);
+    mb_node(b, g, "Relu", "ca", "ra", "ra");
+    conv(b, g, "ra,Wb,Bb", "y", 3, 1, 1, 1);
+    mb_output(b, g, "y", F, 4, yd);
+    mb_model_init(b, mm, g, 18);
+}
+
 /* Model "dense": x (1, 16, 8, 8) -> Conv 3x3 + Relu -> Conv 3x3 -> y: a
  * region of 3x3 Convs behind a conversion of its input stays NCHW. */
 static void model_dense(mb *b, mb_model *mm)
@@ -321,6 +338,28 @@ int main(void)
         bd_prepared_free(&p);
         bd_graph_free(&g);
     }
+    mb_free(&b);
+
+    /* panels: W of 96 and 80 output channels stored in panels of 48 */
+    int64_t xp[4] = {1, 16, 6, 7};
+    model_panels(&b, &mm);
+    if (!plan_of(&b, &mm, xp, 1, &text, &p, &g)) {
+        int panels = 0;
+        for (int i = 0; i < p.n_live; i++) {
+            const bd_node *n = p.inst.node[p.live[i]];
+            if (n->op != BD_OP_Conv) continue;
+            const bd_conv_params *cp = n->params;
+            CHECK_EQ_INT(cp->layout, BD_LAYOUT_NHWC);
+            CHECK_EQ_INT(cp->w_panel, 48);
+            CHECK(strstr(p.g->values[n->in[1]].name, "@panels") != NULL);
+            panels++;
+        }
+        CHECK_EQ_INT(panels, 2);
+        free(text);
+        bd_prepared_free(&p);
+        bd_graph_free(&g);
+    }
+    same_numbers(&b, &mm, xp, 1);
     mb_free(&b);
 
     /* first: three channels read in NCHW, no conversion in, one out */

@@ -5,9 +5,12 @@
  *  - an implicit GEMM for every group count with more than one input channel
  *    per group or more than one output channel per group: input values
  *    broadcast, weight rows W[kh][kw][c][m..] loaded as vectors (W read in
- *    place, M contiguous, or packed per call into per-block panels when it is
- *    large); X is NHWC or, for a first conv (x_nchw), NCHW: only the channel
- *    stride differs. A 1x1 unpadded stride-1 conv walks the N*H*W pixels as
+ *    in panels of the block's channels as the layout pass stores it (w_panel),
+ *    else in place, M contiguous, or packed per call into per-block panels
+ *    when it is large); X is NHWC or, for a first conv (x_nchw), NCHW: only
+ *    the channel stride differs. A task's tiles run K chunk by K chunk
+ *    (nk_flush) when W's rows are dense: a chunk of W stays in L1 for all of
+ *    them. A 1x1 unpadded stride-1 conv walks the N*H*W pixels as
  *    one row. Rows with border pixels run their end tiles from a zero-padded
  *    copy of the input under them (a strip, per worker).
  *  - depthwise (one input and one output channel per group): channels in
@@ -51,8 +54,12 @@ static void conv_loops(const bd_kernel *k, const bd_conv_geom *g)
                             int64_t iw = ow * g->s[1] - g->pb[1] + kw * g->d[1];
                             if (iw < 0 || iw >= W) continue;
                             const float *xp = x + n * C * H * W + ih * sh + iw * sw;
-                            const float *wp = w + ((kh * g->k[1] + kw) * cg) * M + m;
-                            for (int64_t c = 0; c < cg; c++) acc += xp[(c0 + c) * sc] * wp[c * M];
+                            int64_t r0 = (kh * g->k[1] + kw) * cg;
+                            if (p->w_panel)
+                                for (int64_t c = 0; c < cg; c++)
+                                    acc += xp[(c0 + c) * sc] * w[bd_conv_panel_at(p->w_panel, M, g->k[0] * g->k[1] * cg, r0 + c, m)];
+                            else
+                                for (int64_t c = 0; c < cg; c++) acc += xp[(c0 + c) * sc] * w[(r0 + c) * M + m];
                         }
                     }
                     int64_t o = ((n * OH + oh) * OW + ow) * M + m;
@@ -108,7 +115,12 @@ typedef struct nk_tile {
     int64_t ldy, nm;
     int act, res;
     float aa, ab;
+    int64_t c0;          /* gemm: each tap's first input channel (a K chunk's), 0 */
+    int part;            /* gemm: NK_PART_* bits, 0 for a whole sum */
 } nk_tile;
+
+#define NK_PART_LOAD 1 /* not the first K chunk: start from the sums at y */
+#define NK_PART_MORE 2 /* not the last K chunk: store the raw sums at y, no epilogue */
 
 static const float nk_zero[64]; /* the input of a padded tap (dwi): up to 4 vectors */
 
@@ -139,6 +151,7 @@ typedef __mmask16 nk_mask;
         _mm512_mask_storeu_ps((t)->y + (r) * (t)->ldy + (v) * 16, (m), e_);                                       \
     } while (0)
 #define NK_EPI(t, acc, r, v, m, nl) NK_EPI512(t, acc, r, v, m)
+#define NK_STOREM(p, m, v) _mm512_mask_storeu_ps((p), (m), (v))
 #include "convnhwc_kern.h"
 #undef NK_SUF
 #undef NK_TARGET
@@ -151,6 +164,7 @@ typedef __mmask16 nk_mask;
 #undef NK_FMA
 #undef NK_MASK
 #undef NK_EPI
+#undef NK_STOREM
 
 /* ---- AVX2 + FMA: 8 lanes, the epilogue in scalar code after the store ----- */
 __attribute__((target("avx2"))) static inline __m256i nk_mask8(int64_t n)
@@ -180,6 +194,7 @@ typedef __m256i nk_mask8_t;
 #define NK_BCAST(p) _mm256_broadcast_ss(p)
 #define NK_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
 #define NK_MASK(n) nk_mask8(n)
+#define NK_STOREM(p, m, v) _mm256_maskstore_ps((p), (m), (v))
 #define NK_EPI(t, acc, r, v, m, nl)                                                                               \
     do {                                                                                                          \
         float *y_ = (t)->y + (r) * (t)->ldy + (v) * 8;                                                             \
@@ -287,12 +302,18 @@ typedef struct nk_job {
     float *wp;         /* or NULL: W packed per channel block, (group, block, tap, c, the block's lanes) */
     int64_t scratch_n;
     int64_t band, nband; /* dwb with border pixels: output rows per task, bands per image (0: rows) */
+    int64_t panel, bw;   /* W in panels of `panel` channels (one group; 0: (KH, KW, C, M)); bw: channels a block */
 } nk_job;
 
 /* Block bi of a group: its first channel and vector count. */
 static void nk_block(const nk_job *j, int64_t bi, int64_t *m0, int *nv)
 {
     int64_t q = j->nvec / j->nb, rem = j->nvec % j->nb, vl = j->lvl == 2 ? 16 : 8;
+    if (j->panel) { /* blocks of bw channels: whole vectors, never across a panel */
+        *m0 = bi * j->bw;
+        *nv = (int)BD_CEIL_DIV(BD_MIN(j->bw, j->mg - *m0), vl);
+        return;
+    }
     *nv = (int)(q + (bi < rem));
     *m0 = vl * (bi * q + BD_MIN(bi, rem));
 }
@@ -321,9 +342,64 @@ static void nk_strip(const nk_job *j, const float *xrow, const int64_t *khv, int
     }
 }
 
+/* A gemm task's tiles, gathered so that their sums run K chunk by K chunk
+ * (nk_flush): all the tiles of a chunk read the same slice of W, which then
+ * stays in L1 instead of coming from L2 once per tile. */
+typedef struct nk_item {
+    const float *x, *z;
+    float *y;
+    const int64_t *toff;
+    int64_t xps, sc;
+    int r;
+} nk_item;
+
+#define NK_ITEMS 64
+typedef struct nk_list {
+    nk_item it[NK_ITEMS];
+    int n;
+} nk_list;
+
+/* W bytes of one K chunk: a third to a half of an L1 data cache, next to
+ * the tiles' input rows. */
+#define NK_KC_BYTES (24 * 1024)
+
+/* Runs the tiles of L (t: their shared fields) and empties L. A sum of more
+ * than a chunk of taps x channels runs chunk by chunk over every tile: taps
+ * in order, each tap's channels in order, the sums stored raw between
+ * chunks; every output is the same FMA chain as in one pass, so the bits do
+ * not change. */
+static void nk_flush(const nk_job *j, const nk_tile *t0, int nv, nk_list *L)
+{
+    nk_tile t = *t0;
+    int64_t lanes = nv * (j->lvl == 2 ? 16 : 8), kc = BD_MAX((int64_t)1, NK_KC_BYTES / (lanes * 4));
+    int64_t ntap = t0->ntap, cg = t0->cg;
+    /* the residual must not lie under y: it is read in the last chunk only */
+    int chunk = L->n > 1 && ntap * cg > kc && t0->ldw <= 64 && !(j->z && j->z < j->y + j->g->n * j->OH * j->OW * j->M &&
+                                                   j->y < j->z + j->g->n * j->OH * j->OW * j->M);
+    int64_t tpc = chunk && cg <= kc ? kc / cg : 1;           /* taps per chunk (cg <= kc) */
+    int64_t np = chunk && cg > kc ? BD_CEIL_DIV(cg, kc) : 1; /* chunks per tap (cg > kc) */
+    if (!chunk) tpc = BD_MAX(ntap, (int64_t)1);
+    for (int64_t a = 0; a < ntap || a == 0; a += tpc) /* once at least: a row with no tap inside still gets its bias */
+        for (int64_t q = 0; q < np; q++) {
+            int64_t c0 = q * cg / np, c1 = (q + 1) * cg / np;
+            t.ntap = (int)BD_MIN(tpc, ntap - a);
+            t.tw = t0->tw + a;
+            t.c0 = c0;
+            t.cg = c1 - c0;
+            t.part = (a > 0 || q > 0 ? NK_PART_LOAD : 0) | (a + tpc < ntap || q + 1 < np ? NK_PART_MORE : 0);
+            for (int i = 0; i < L->n; i++) {
+                const nk_item *it = &L->it[i];
+                t.x = it->x, t.y = it->y, t.z = it->z, t.toff = it->toff + a, t.xps = it->xps, t.sc = it->sc;
+                nk_kern(j->lvl, 0, nv, it->r)(&t);
+            }
+        }
+    L->n = 0;
+}
+
 /* Tile t over `count` pixels (t->x, t->y and t->z at the first) in
- * ceil(count / q) tiles of about equal size (q at most nk_rows). */
-static void nk_run_q(const nk_job *j, nk_tile *t, int nv, int64_t count, int64_t q)
+ * ceil(count / q) tiles of about equal size (q at most nk_rows): run now,
+ * or with L (a gemm) added to L's tiles. */
+static void nk_run_q(const nk_job *j, nk_tile *t, int nv, int64_t count, int64_t q, nk_list *L)
 {
     int64_t rb = nk_rows(j->lvl, nv), nt = BD_CEIL_DIV(count, BD_MIN(BD_MAX(q, (int64_t)1), rb));
     int64_t qq = count / nt, rem = count % nt;
@@ -334,16 +410,14 @@ static void nk_run_q(const nk_job *j, nk_tile *t, int nv, int64_t count, int64_t
         t->x = x0 + p0 * t->xps;
         t->y = y0 + p0 * t->ldy;
         t->z = z0 ? z0 + p0 * t->ldy : NULL;
-        nk_kern(j->lvl, j->dw, nv, (int)r)(t);
+        if (L) {
+            if (L->n == NK_ITEMS) nk_flush(j, t, nv, L);
+            L->it[L->n++] = (nk_item){t->x, t->z, t->y, t->toff, t->xps, t->sc, (int)r};
+        } else {
+            nk_kern(j->lvl, j->dw, nv, (int)r)(t);
+        }
         p0 += r;
     }
-}
-
-/* Runs tile t over `count` pixels (t->x, t->y and t->z at the first) in
- * balanced tiles of up to nk_rows pixels. */
-static void nk_run(const nk_job *j, nk_tile *t, int nv, int64_t count)
-{
-    nk_run_q(j, t, nv, count, nk_rows(j->lvl, nv));
 }
 
 /* A dwb band: output rows [oh0, oh1) of image n, channels [mc, mc + t->nm)
@@ -403,7 +477,9 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
     const bd_conv_geom *g = j->g;
     const bd_conv_params *p = j->p;
     int64_t KH = g->k[0], KW = g->k[1];
-    int64_t toff[NK_MAX_TAPS], btoff[NK_MAX_TAPS];
+    int64_t toff[NK_MAX_TAPS], btoff[2][NK_MAX_TAPS];
+    nk_list list;
+    list.n = 0;
     const float *tw[NK_MAX_TAPS], *ind[8 * NK_MAX_TAPS];
     int64_t khv[NK_MAX_TAPS];
     float *strip = j->scratch ? j->scratch + worker * j->scratch_n : NULL;
@@ -414,7 +490,15 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
         nk_block(j, bi, &m0, &nv);
         int64_t mc = gi * j->mg + m0; /* the block's first output channel */
         int64_t lanes = nv * (j->lvl == 2 ? 16 : 8);
-        nk_tile t = {.sc = j->sc, .cg = j->cg, .ldw = j->wp ? lanes : j->M, .toff = toff, .tw = tw, .ldy = j->M,
+        /* W of the block: (tap, c) rows ldw apart from wb */
+        const float *wb = j->wp ? j->wp + gi * j->KK * j->cg * j->mgp + j->KK * j->cg * m0 : j->w + mc;
+        int64_t ldw = j->wp ? lanes : j->M;
+        if (j->panel) {
+            int64_t pq = m0 / j->panel;
+            ldw = BD_MIN(j->panel, j->mg - pq * j->panel);
+            wb = j->w + pq * j->panel * j->KK * j->cg + (m0 - pq * j->panel);
+        }
+        nk_tile t = {.sc = j->sc, .cg = j->cg, .ldw = ldw, .toff = toff, .tw = tw, .ldy = j->M,
                      .nm = BD_MIN(lanes, (j->dw ? j->M : j->mg) - m0), .act = p->act, .res = p->res,
                      .aa = p->act_a, .ab = p->act_b};
         t.b = j->b ? j->b + mc : NULL;
@@ -427,13 +511,14 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
         if (j->flat) { /* pixels [u * chunk, ...) of all N * H * W, one tap */
             int64_t p0 = u * NK_FLAT_CHUNK, cnt = BD_MIN((int64_t)NK_FLAT_CHUNK, g->n * j->H * j->W - p0);
             toff[0] = 0;
-            tw[0] = j->dw ? j->w + mc : j->wp ? j->wp + gi * j->cg * j->mgp + j->cg * m0 : j->w + mc;
+            tw[0] = j->dw ? j->w + mc : wb;
             t.ntap = 1;
             t.xps = j->C;
             t.x = j->x + p0 * j->C + (j->dw ? mc : gi * j->cg);
             t.y = j->y + p0 * j->M + mc;
             t.z = j->z ? j->z + p0 * j->M + mc : NULL;
-            nk_run(j, &t, nv, cnt);
+            nk_run_q(j, &t, nv, cnt, nk_rows(j->lvl, nv), j->dw ? NULL : &list);
+            if (!j->dw) nk_flush(j, &t, nv, &list);
             continue;
         }
         int64_t n = u / j->OH, oh = u % j->OH;
@@ -452,9 +537,7 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
             for (int64_t kw = 0; kw < KW; kw += step, ntap++) {
                 int64_t tap = khv[a] * KW + kw;
                 toff[ntap] = khv[a] * g->d[0] * j->sh + kw * g->d[1] * j->sw;
-                tw[ntap] = j->dw ? j->w + tap * j->M + mc
-                           : j->wp ? j->wp + gi * j->KK * j->cg * j->mgp + j->KK * j->cg * m0 + tap * j->cg * lanes
-                                   : j->w + tap * j->cg * j->M + mc;
+                tw[ntap] = j->dw ? j->w + tap * j->M + mc : wb + tap * j->cg * ldw;
             }
         t.xps = g->s[1] * j->sw;
         const float *xrow = j->x + n * j->C * j->H * j->W + ih0 * j->sh + gi * j->cg * j->sc + (j->dw ? mc : 0);
@@ -479,25 +562,29 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
                 if (mid + sz > hi) break;
                 mid += sz;
             }
+            t.toff = toff, t.tw = tw, t.ntap = ntap;
             if (mid > left) {
-                t.toff = toff, t.tw = tw, t.ntap = ntap;
                 t.x = xrow + (left * s1 - g->pb[1]) * j->sw;
                 t.y = j->y + yrow + left * j->M;
                 t.z = j->z ? j->z + yrow + left * j->M : NULL;
-                nk_run_q(j, &t, nv, mid - left, q + (rem > 0));
+                nk_run_q(j, &t, nv, mid - left, q + (rem > 0), &list);
             }
+            /* the two sides' strips lie one after the other in the worker's scratch */
+            float *sp = strip;
             for (int side = 0; side < 2; side++) {
                 int64_t a0 = side ? mid : 0, a1 = side ? j->OW : left, cols;
                 if (a1 <= a0) continue;
-                nk_strip(j, xrow, khv, nkh, a0, a1, strip, &cols);
+                nk_strip(j, xrow, khv, nkh, a0, a1, sp, &cols);
                 for (int i = 0; i < ntap; i++)
-                    btoff[i] = (i / tpk) * cols * j->cg + (i % tpk) * step * g->d[1] * j->cg;
+                    btoff[side][i] = (i / tpk) * cols * j->cg + (i % tpk) * step * g->d[1] * j->cg;
                 nk_tile ts = t;
-                ts.toff = btoff, ts.tw = tw, ts.ntap = ntap, ts.sc = 1, ts.xps = s1 * j->cg, ts.x = strip;
+                ts.toff = btoff[side], ts.tw = tw, ts.ntap = ntap, ts.sc = 1, ts.xps = s1 * j->cg, ts.x = sp;
                 ts.y = j->y + yrow + a0 * j->M;
                 ts.z = j->z ? j->z + yrow + a0 * j->M : NULL;
-                nk_run_q(j, &ts, nv, a1 - a0, q + (rem > 0));
+                nk_run_q(j, &ts, nv, a1 - a0, q + (rem > 0), &list);
+                sp += nkh * cols * j->cg;
             }
+            nk_flush(j, &t, nv, &list);
             continue;
         }
         /* no strip (depthwise, or no border pixels): the interior [lo, hi)
@@ -516,7 +603,8 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
                 if (seg == 1) {
                     t.x = xrow + (ow * s1 - g->pb[1]) * j->sw;
                     if (j->dwb) dwb_tab[KW == 5][s1 == 2][nv - 1][r](&t);
-                    else nk_kern(j->lvl, j->dw, nv, (int)r)(&t);
+                    else if (j->dw) nk_kern(j->lvl, 1, nv, (int)r)(&t);
+                    else nk_run_q(j, &t, nv, r, r, &list);
                     ow += r;
                     continue;
                 }
@@ -536,6 +624,7 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
                 ow += r;
             }
         }
+        if (!j->dw) nk_flush(j, &t, nv, &list);
     }
 }
 
@@ -574,6 +663,11 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     int64_t lanes = j.dw ? j.M : j.mg, vl = j.lvl == 2 ? 16 : 8, nvmax = j.lvl == 2 && !j.dwb ? 4 : 2;
     j.nvec = (lanes + vl - 1) / vl;
     j.nb = (j.nvec + nvmax - 1) / nvmax;
+    if (p->w_panel && !j.dw && g->group == 1) { /* blocks of at most a panel: 64 | 48 | 32 | 16 channels */
+        j.panel = p->w_panel;
+        j.bw = BD_MIN(j.panel, vl * nvmax);
+        j.nb = BD_CEIL_DIV(j.mg, j.bw);
+    }
     j.flat = !p->x_nchw && g->k[0] == 1 && g->k[1] == 1 && g->s[0] == 1 && g->s[1] == 1 && g->pb[0] == 0 &&
              g->pb[1] == 0 && g->pe[0] == 0 && g->pe[1] == 0;
     j.units = j.flat ? (g->n * j.H * j.W + NK_FLAT_CHUNK - 1) / NK_FLAT_CHUNK : g->n * j.OH;
@@ -597,12 +691,13 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     int64_t macs = BD_MAX(px * g->k[0] * g->k[1] * BD_MAX(j.cg, (int64_t)1) * BD_MIN(lanes, vl * nvmax), (int64_t)1);
     int64_t grain = BD_MAX((int64_t)1, (1 << 16) / macs);
     int workers = (int)BD_MAX((int64_t)1, BD_MIN((int64_t)BD_MAX(k->threads, 1), BD_CEIL_DIV(tasks, grain)));
-    /* border pixels of a gemm: each worker's strip holds a whole row at most */
+    /* border pixels of a gemm: each worker's two strips (a row's two ends)
+     * hold a whole row at most */
     int64_t s1 = g->s[1], lo = (g->pb[1] + s1 - 1) / s1, hi_num = j.W - 1 - (g->k[1] - 1) * g->d[1] + g->pb[1];
     int64_t hi = hi_num < 0 ? 0 : hi_num / s1 + 1;
     if (j.band || (!j.dw && !j.flat && (lo > 0 || hi < j.OW))) {
         j.scratch_n = j.band ? ((BD_CEIL_DIV(j.OH, j.nband) - 1) * g->s[0] + (g->k[0] - 1) * g->d[0] + 1) * dw_rl
-                             : g->k[0] * ((j.OW - 1) * s1 + (g->k[1] - 1) * g->d[1] + 1) * j.cg;
+                             : g->k[0] * ((j.OW - 1) * s1 + 2 * ((g->k[1] - 1) * g->d[1] + 1)) * j.cg;
         j.scratch = bd_malloc((size_t)workers * (size_t)BD_MAX(j.scratch_n, (int64_t)1) * sizeof(float));
         if (!j.scratch)
             return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "NHWC Conv: %d border strips of %lld floats", workers,
@@ -611,7 +706,7 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     j.KK = g->k[0] * g->k[1];
     j.merge = !j.dw && !j.flat && j.sc == 1 && j.sw == j.cg && g->d[1] == 1;
     j.mgp = j.nvec * vl;
-    if (!j.dw && j.mg > vl * nvmax && j.KK * j.cg * j.M >= NK_PACK_MIN && pixels >= NK_PACK_PIX) {
+    if (!j.dw && !j.panel && j.mg > vl * nvmax && j.KK * j.cg * j.M >= NK_PACK_MIN && pixels >= NK_PACK_PIX) {
         j.wp = bd_malloc((size_t)(g->group * j.KK * j.cg * j.mgp) * sizeof(float));
         if (!j.wp) {
             bd_free(j.scratch);

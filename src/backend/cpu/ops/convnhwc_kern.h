@@ -5,7 +5,10 @@
  * output pixels of one row (RB a compile-time constant) and NV vectors of
  * output channels (NV * NK_VL, the last vector masked to t->nm):
  *   gemm: acc[r][v] += x[pixel r, tap, c] (broadcast) * W[tap][c][v lanes],
- *         over the taps in the tile's list, then the channels c in order;
+ *         over the taps in the tile's list, then the channels c in order
+ *         (channels c0 .. c0 + cg of each); one K chunk of a longer sum
+ *         when t->part says so: it starts from the sums stored at y and
+ *         stores them back raw for the next chunk;
  *   dw:   acc[r][v] += x[pixel r, tap, v lanes] * W[tap][v lanes] (depthwise),
  *         over the taps in order.
  *   dwi:  dw with each pixel's input taps through pointers (border tiles).
@@ -25,9 +28,15 @@ static inline __attribute__((always_inline)) NK_TARGET void NK_SUF(gemm_body)(co
         for (int v = 0; v < NV; v++) acc[r][v] = NK_ZERO();
     }
     nk_mask last = NK_MASK(t->nm - (NV - 1) * NK_VL);
+    if (t->part & NK_PART_LOAD) /* a later K chunk: the sums so far, stored by the chunk before */
+#pragma GCC unroll 8
+        for (int r = 0; r < RB; r++)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                acc[r][v] = v == NV - 1 ? NK_LOADM(t->y + r * t->ldy + v * NK_VL, last) : NK_LOAD(t->y + r * t->ldy + v * NK_VL);
     for (int tp = 0; tp < t->ntap; tp++) {
-        const float *w = t->tw[tp];
-        int64_t o = t->toff[tp];
+        const float *w = t->tw[tp] + t->c0 * t->ldw;
+        int64_t o = t->toff[tp] + t->c0 * t->sc;
         for (int64_t c = 0; c < t->cg; c++, o += t->sc, w += t->ldw) {
             nk_vec wv[4];
 #pragma GCC unroll 4
@@ -39,6 +48,13 @@ static inline __attribute__((always_inline)) NK_TARGET void NK_SUF(gemm_body)(co
                 for (int v = 0; v < NV; v++) acc[r][v] = NK_FMA(xb, wv[v], acc[r][v]);
             }
         }
+    }
+    if (t->part & NK_PART_MORE) { /* chunks follow: the raw sums */
+#pragma GCC unroll 8
+        for (int r = 0; r < RB; r++)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) NK_STOREM(t->y + r * t->ldy + v * NK_VL, v == NV - 1 ? last : NK_MASK(NK_VL), acc[r][v]);
+        return;
     }
 #pragma GCC unroll 8
     for (int r = 0; r < RB; r++)
