@@ -483,8 +483,12 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
     const float *tw[NK_MAX_TAPS], *ind[8 * NK_MAX_TAPS];
     int64_t khv[NK_MAX_TAPS];
     float *strip = j->scratch ? j->scratch + worker * j->scratch_n : NULL;
-    for (int64_t task = begin; task < end; task++) {
-        int64_t blk = task / j->units, u = task % j->units;
+    /* gemm: a task is (block, unit), a block's tasks one after another (its
+     * W stays in cache); depthwise: a task is a unit with all its blocks
+     * (the unit's input rows stay in L1 for all of them) */
+    for (int64_t task = begin; task < end; task++)
+    for (int64_t sub = 0; sub < (j->dw ? j->nb : 1); sub++) {
+        int64_t blk = j->dw ? sub : task / j->units, u = j->dw ? task : task % j->units;
         int64_t gi = j->dw ? 0 : blk / j->nb, bi = j->dw ? blk : blk % j->nb, m0;
         int nv;
         nk_block(j, bi, &m0, &nv);
@@ -685,10 +689,11 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     }
     int64_t pixels = g->n * j.OH * j.OW;
     *done = 1;
-    int64_t blocks = j.dw ? j.nb : g->group * j.nb, tasks = blocks * j.units;
+    int64_t blocks = j.dw ? j.nb : g->group * j.nb, tasks = j.dw ? j.units : blocks * j.units;
     if (tasks == 0 || j.OW == 0 || j.mg == 0) return BRAID_OK;
     int64_t px = j.flat ? NK_FLAT_CHUNK : j.OW * (j.band ? BD_CEIL_DIV(j.OH, j.nband) : 1);
-    int64_t macs = BD_MAX(px * g->k[0] * g->k[1] * BD_MAX(j.cg, (int64_t)1) * BD_MIN(lanes, vl * nvmax), (int64_t)1);
+    int64_t macs = BD_MAX(px * g->k[0] * g->k[1] * BD_MAX(j.cg, (int64_t)1) * (j.dw ? lanes : BD_MIN(lanes, vl * nvmax)),
+                          (int64_t)1);
     int64_t grain = BD_MAX((int64_t)1, (1 << 16) / macs);
     int workers = (int)BD_MAX((int64_t)1, BD_MIN((int64_t)BD_MAX(k->threads, 1), BD_CEIL_DIV(tasks, grain)));
     /* border pixels of a gemm: each worker's two strips (a row's two ends)
