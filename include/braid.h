@@ -244,7 +244,11 @@ braid_status braid_session_run(braid_session *s, int n_inputs, const braid_tenso
 /* The same, into the caller's buffers: outputs[i].data is the caller's, and
  * outputs[i].dtype/rank/dims state what the caller expects; braid copies
  * output i there, or fails with BRAID_ERR_DTYPE / BRAID_ERR_SHAPE when it
- * differs. Threads sharing one session should use this form. */
+ * differs. Threads sharing one session should use this form. On the CPU,
+ * an output whose shape the plan knows before the run, given a buffer of
+ * that shape aligned to 16 bytes that overlaps no input, is written there
+ * by the run itself instead of copied after it: its contents are undefined
+ * if the run fails. */
 braid_status braid_session_run_into(braid_session *s, int n_inputs, const braid_tensor *inputs,
                                     int n_outputs, const braid_tensor *outputs);
 const char *braid_session_error(const braid_session *s);

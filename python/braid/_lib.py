@@ -109,3 +109,5 @@ HAS_CUDA_MODULE = cuda_module_present(LIB_PATH)
 # ctypes passes as they are. Like every CDLL call it releases the GIL.
 run_raw = ctypes.CDLL(LIB_PATH).braid_session_run
 run_raw.restype = ctypes.c_int
+run_into_raw = ctypes.CDLL(LIB_PATH).braid_session_run_into
+run_into_raw.restype = ctypes.c_int

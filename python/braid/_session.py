@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _lib
-from ._lib import MAX_RANK, Tensor, ValueInfo, lib, run_raw
+from ._lib import MAX_RANK, Tensor, ValueInfo, lib, run_into_raw, run_raw
 from ._types import FROM_NUMPY, OPTIONAL, SEQUENCE, TO_NUMPY, type_string
 
 _from_buffer, _addressof = ctypes.c_char.from_buffer, ctypes.addressof
@@ -299,6 +299,12 @@ class InferenceSession:
         self._in_last: List[Any] = [None] * n_in  # per input: (dtype, shape) its braid_tensor holds now
         self._out = (Tensor * max(n_out, 1))()
         self._run_c = run_raw  # (no argtypes: see _lib.py)
+        self._into_c = run_into_raw
+        self._into = (Tensor * max(n_out, 1))()
+        # per input signature (each input's (dtype, shape)): the outputs'
+        # (numpy dtype, shape) of the last run with it, or None when they
+        # may change from run to run (or are not plain arrays)
+        self._out_shapes: Dict[Any, Any] = {}
         self._all_outputs = (list(range(n_out)), n_out)
 
     def _create(self, providers: List[Tuple[str, Dict[str, Any]]]) -> None:
@@ -567,10 +573,42 @@ class InferenceSession:
         with self._lock:
             keep = self._feed(input_feed)
             s = self._live()
+            sig = None if views or None in self._in_last else (tuple(self._in_last), n)
+            shapes = self._out_shapes.get(sig) if sig is not None else None
+            if shapes is not None:
+                # outputs of known shape: braid writes them straight into new
+                # arrays (braid_session_run_into binds them for the run)
+                outs = [np.empty(shape, dt) for _, dt, shape in shapes]
+                into = self._into
+                for i, a in enumerate(outs):
+                    t = into[i]
+                    t.dtype, t.rank = shapes[i][0], a.ndim
+                    t.dims[:a.ndim] = a.shape
+                    t.data = a.ctypes.data
+                st = self._into_c(s, len(keep), self._in, n, into)
+                if not st:
+                    return [outs[i] for i in idx]
+                self._out_shapes[sig] = None  # not what the last run made: run as below from now on
             st = self._run_c(s, len(keep), self._in, n, self._out)
             if st:
                 _check(st, s)
+            if sig is not None and sig not in self._out_shapes:
+                if len(self._out_shapes) >= 64:  # many input shapes: keep the table small
+                    self._out_shapes.clear()
+                self._out_shapes[sig] = self._plain_shapes(n)
             return [self._out_value(i, views) for i in idx]
+
+    def _plain_shapes(self, n: int) -> Any:
+        """Outputs 0 .. n - 1 of the last run as [(braid dtype, numpy dtype,
+        shape)] when each is a plain numeric array, else None."""
+        shapes = []
+        for i in range(n):
+            t = self._out[i]
+            dt = TO_NUMPY.get(t.dtype)
+            if t.dtype & SEQUENCE or t.dtype == _STRING or dt is None or dt.kind in "OUS":
+                return None
+            shapes.append((t.dtype, dt, tuple(t.dims[:t.rank])))
+        return shapes
 
     def close(self) -> None:
         """Ends the session now (writes the profile if one was asked for).

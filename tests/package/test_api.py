@@ -79,6 +79,45 @@ def test_bytes_and_views(add_path):
     np.testing.assert_allclose(keep, f["a"] + f["b"], rtol=1e-6)
 
 
+def test_outputs_written_in_place(add_path):
+    # from the second run with a signature on, run() has braid write the
+    # outputs straight into new arrays (braid_session_run_into): each run's
+    # arrays are new, the caller's, and right
+    s = braid.InferenceSession(add_path, providers=["CPUExecutionProvider"])
+    got = []
+    for seed in range(4):
+        f = feeds(5, seed)
+        c, d = s.run(None, f)
+        np.testing.assert_allclose(c, f["a"] + f["b"], rtol=1e-6)
+        np.testing.assert_allclose(d, c * c, rtol=1e-6)
+        assert c.flags.writeable and c.flags.c_contiguous and c.shape == (5, 4) and c.dtype == np.float32
+        got.append((f, c, d))
+    assert len({c.ctypes.data for _, c, _ in got[1:]}) == 3  # a new array every run
+    for f, c, d in got:  # later runs changed none of them
+        np.testing.assert_allclose(c, f["a"] + f["b"], rtol=1e-6)
+        np.testing.assert_allclose(d, c * c, rtol=1e-6)
+    (d1,) = s.run(["d"], feeds(5, 7))
+    (d2,) = s.run(["d"], feeds(5, 7))
+    np.testing.assert_array_equal(d1, d2)
+    c3, = s.run(["c"], feeds(2, 1))  # a new signature
+    assert c3.shape == (2, 4)
+
+
+def test_outputs_whose_shape_follows_the_data(tmp_path):
+    # NonZero's output shape depends on the values: runs with one input
+    # shape give outputs of different shapes, each right
+    m = make([helper.make_node("NonZero", ["x"], ["y"])],
+             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])],
+             [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    p = tmp_path / "nz.onnx"
+    onnx.save(m, str(p))
+    s = braid.InferenceSession(str(p))
+    for x in ([0, 1, 0, 2, 0, 3], [0, 1, 0, 2, 0, 3], [1, 1, 1, 0, 0, 0], [0, 0, 0, 0, 0, 0], [5, 0, 0, 0, 0, 1]):
+        a = np.array(x, np.float32)
+        (y,) = s.run(None, {"x": a})
+        np.testing.assert_array_equal(y, np.array(np.nonzero(a)))
+
+
 def test_every_dtype_has_a_type_string():
     from braid._types import TYPE_NAMES, type_string
     for code in range(1, 29):
