@@ -69,6 +69,39 @@ static void test_slice(void)
     done(&n, out);
 }
 
+/* Step 2 on the last axis of float rows (YOLO's space-to-depth; the
+ * AVX-512 gather of every second float): starts 0 and 1, widths around the
+ * vector's 16 and its tail, every row right; each input is its own
+ * allocation of exactly its size, so a read past its end shows under ASan. */
+static void test_slice_step2(void)
+{
+    const int64_t widths[] = {1, 2, 15, 16, 17, 31, 32, 33, 34, 35, 63, 64, 65, 416};
+    bd_err e = {0};
+    bd_tensor out[1] = {0};
+    int bad = 0, runs = 0;
+    for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
+        for (int64_t start = 0; start < 2; start++) {
+            int64_t w = widths[wi], rows = 3;
+            float *x = malloc((size_t)(rows * w) * sizeof *x);
+            for (int64_t i = 0; i < rows * w; i++) x[i] = (float)i + 0.5f;
+            int64_t st[] = {start}, en[] = {INT64_MAX}, ax[] = {-1}, sp[] = {2};
+            bd_tensor in[5] = {{.dtype = BRAID_DTYPE_FLOAT, .rank = 2, .dims = {rows, w}, .data = x},
+                               ints1(st, 1), ints1(en, 1), ints1(ax, 1), ints1(sp, 1)};
+            bd_node n = op_node(BD_OP_Slice, 13, 5, 1, NULL, 0);
+            CHECK_EQ_INT(run(&n, in, out, &e), BRAID_OK);
+            int64_t ow = (w - start + 1) / 2;
+            CHECK_EQ_INT(out[0].dims[1], ow);
+            const float *y = out[0].data;
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t c = 0; c < ow; c++) bad += y[r * ow + c] != x[r * w + start + 2 * c];
+            runs++;
+            done(&n, out);
+            free(x);
+        }
+    CHECK_EQ_INT(runs, 28);
+    CHECK_EQ_INT(bad, 0);
+}
+
 static void test_gather(void)
 {
     int64_t x[12];
@@ -728,6 +761,7 @@ static void test_threads(void)
 int main(void)
 {
     test_slice();
+    test_slice_step2();
     test_gather();
     test_pad();
     test_pad_wide();
