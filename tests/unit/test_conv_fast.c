@@ -89,9 +89,9 @@ static float *conv_run(const ccase *c, const float *x, const float *w, const flo
     out.data = y;
     if (res) in[3] = tensor(F32, out.rank, out.dims, (void *)z);
     bd_kernel k = {.node = &t.n, .in = in, .n_in = res ? 4 : 3, .out = &out, .n_out = 1, .threads = threads, .err = &e};
-    bd_cpu_conv_cap(lvl);
+    bd_cpu_vec_cap(lvl);
     CHECK_EQ_INT(bd_cpu_conv(&k), BRAID_OK);
-    bd_cpu_conv_cap(2);
+    bd_cpu_vec_cap(2);
     bd_free(t.n.params);
     t.n.params = NULL;
     return y;

@@ -108,9 +108,9 @@ static float *conv_run(const ncase *c, const float *x, const float *w, const flo
     if (res) in[3] = tensor(F32, out.rank, out.dims, (void *)z);
     bd_kernel k = {.node = &t.n, .in = in, .n_in = res ? 4 : (b ? 3 : 2), .out = &out, .n_out = 1,
                    .threads = threads, .err = &e};
-    bd_conv_nhwc_cap(lvl);
+    bd_cpu_vec_cap(lvl);
     CHECK_EQ_INT(bd_cpu_conv(&k), BRAID_OK);
-    bd_conv_nhwc_cap(2);
+    bd_cpu_vec_cap(2);
     free(wpan);
     bd_free(t.n.params);
     t.n.params = NULL;

@@ -761,14 +761,20 @@ static void test_threads(void)
 int main(void)
 {
     test_slice();
-    test_slice_step2();
     test_gather();
     test_pad();
     test_pad_wide();
     test_transpose();
-    test_transpose_fast();
     test_concat_split();
-    test_concat_last();
+    /* the vector paths (transposes, the step-2 gather, last-axis Concat) at
+     * each level: AVX-512, AVX2, plain loops (bd_cpu_vec_cap) */
+    for (int lvl = 2; lvl >= 0; lvl--) {
+        bd_cpu_vec_cap(lvl);
+        test_slice_step2();
+        test_transpose_fast();
+        test_concat_last();
+    }
+    bd_cpu_vec_cap(2);
     test_expand_tile();
     test_space_depth();
     test_center_crop_pad();

@@ -3,7 +3,8 @@
  * window shapes (kernel, stride, pads, asymmetric pads, dilations,
  * ceil_mode, auto_pad, count_include_pad), channel counts that fill the
  * vector lanes and leave tails (1, 3, 16, 17, 64, 100), batch 2, a 1x1
- * plane, the global pools, NaN inputs; 1 and 3 threads. Every case must
+ * plane, the global pools, NaN inputs; 1 and 3 threads; at each vector
+ * level (AVX-512, AVX2, plain loops). Every case must
  * give pool.c's bits exactly: the NHWC kernels fold the taps in the same
  * order. MaxPool with Indices is refused. */
 #include "backend/cpu/cpu_ops.h"
@@ -176,7 +177,12 @@ static void test_indices_refused(void)
 
 int main(void)
 {
-    test_cases();
+    /* each vector level: AVX-512, AVX2 and the plain loops (bd_cpu_vec_cap) */
+    for (int lvl = 2; lvl >= 0; lvl--) {
+        bd_cpu_vec_cap(lvl);
+        test_cases();
+    }
+    bd_cpu_vec_cap(2);
     test_indices_refused();
     return check_done();
 }

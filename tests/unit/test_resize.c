@@ -449,6 +449,10 @@ int main(void)
     done(&t, &out);
 
     resize_dtypes();
-    resize_nhwc();
+    for (int lvl = 2; lvl >= 0; lvl--) { /* each vector level (bd_cpu_vec_cap): AVX-512, AVX2, plain */
+        bd_cpu_vec_cap(lvl);
+        resize_nhwc();
+    }
+    bd_cpu_vec_cap(2);
     return check_done();
 }

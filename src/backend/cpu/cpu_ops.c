@@ -75,6 +75,8 @@ void bd_set_f64(bd_tensor *t, int64_t i, double v)
     }
 }
 
+static _Atomic int vec_cap = 2; /* bd_cpu_vec_cap */
+
 int bd_cpu_vec_level(void)
 {
     static _Atomic int lvl = -1; /* the same answer for every thread, stored atomically */
@@ -84,5 +86,8 @@ int bd_cpu_vec_level(void)
         l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
         atomic_store_explicit(&lvl, l, memory_order_relaxed);
     }
-    return l;
+    int cap = atomic_load_explicit(&vec_cap, memory_order_relaxed);
+    return l < cap ? l : cap;
 }
+
+void bd_cpu_vec_cap(int level) { atomic_store_explicit(&vec_cap, level, memory_order_relaxed); }

@@ -47,8 +47,9 @@ void bd_set_f64(bd_tensor *t, int64_t i, double v);
 /* The CPU's vector level for braid's kernels: 2 with AVX-512F, 1 with AVX2
  * and FMA, 0 otherwise; probed once (threads may ask at once). */
 int bd_cpu_vec_level(void);
-/* Caps the vector level of the Conv kernels (ops/conv.c), for tests: 0 runs
- * im2col + SGEMM, 1 AVX2, 2 AVX-512 where the CPU has it (the default). */
-void bd_cpu_conv_cap(int level);
+/* Caps that level (tests: each kernel's AVX2 and plain paths on a machine
+ * with AVX-512): 2, the default, leaves it as probed. Set it while no
+ * kernel runs. For Conv (ops/conv.c), 0 means im2col + SGEMM. */
+void bd_cpu_vec_cap(int level);
 
 #endif /* BD_CPU_OPS_H */

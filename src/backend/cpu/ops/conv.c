@@ -489,14 +489,8 @@ static void pscatter_at(int lvl, const pgeo *p, const float *tmp, int64_t q0, in
     else pscatter(p, tmp, q0, n, y, z, b0, act, fa, fb, res);
 }
 
-static int pg_cap = 2; /* bd_cpu_conv_cap */
-
 /* 0: no kernel (use im2col + SGEMM), 1: AVX2+FMA, 2: AVX-512F. */
-static int pg_level(void)
-{
-    int l = bd_cpu_vec_level();
-    return BD_MIN(l, pg_cap);
-}
+static int pg_level(void) { return bd_cpu_vec_level(); }
 
 /* c (PG_MR rows, ldc apart; 32 columns) (+)= the weights w (PG_MR rows, ldw
  * apart, of which the first `rows` are read: the others repeat the last; kn
@@ -966,9 +960,7 @@ fail:
     return st;
 }
 
-void bd_cpu_conv_cap(int level) { pg_cap = level; }
 #else
-void bd_cpu_conv_cap(int level) { (void)level; }
 
 static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const win3 *w, int *done)
 {

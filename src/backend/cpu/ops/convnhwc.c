@@ -67,10 +67,6 @@ static void conv_loops(const bd_kernel *k, const bd_conv_geom *g)
                 }
 }
 
-static int nk_cap = 2; /* bd_conv_nhwc_cap */
-
-void bd_conv_nhwc_cap(int level) { nk_cap = level; }
-
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
@@ -270,11 +266,7 @@ static void (*const dwb_tab[2][2][2][9])(const nk_tile *) = {
 };
 
 /* 0: plain loops, 1: AVX2 + FMA, 2: AVX-512F. */
-static int nk_level(void)
-{
-    int l = bd_cpu_vec_level();
-    return BD_MIN(l, nk_cap);
-}
+static int nk_level(void) { return bd_cpu_vec_level(); }
 
 /* The microkernel of a level, kind (0 gemm, 1 dw, 2 dwi), NV and RB. */
 static void (*nk_kern(int lvl, int kind, int nv, int rb))(const nk_tile *)

@@ -15,8 +15,6 @@ struct bd_conv_geom; /* ops/conv.h */
  * and activation applied as bd_conv_epilogue orders them. */
 braid_status bd_conv_nhwc(const bd_kernel *k, const struct bd_conv_geom *g);
 
-/* Caps bd_conv_nhwc's vector level (tests): 2 AVX-512, 1 AVX2, 0 plain loops. */
-void bd_conv_nhwc_cap(int level);
 
 /* A 2-D float MaxPool or AveragePool (one output), GlobalAveragePool or
  * GlobalMaxPool: X and Y (N, H, W, C). */
