@@ -842,6 +842,16 @@ static braid_status run_locked(braid_session *s, int n_inputs, const braid_tenso
                 !outputs[o].data || (uintptr_t)outputs[o].data % 16 || want.dtype != t->dtype ||
                 !bd_shape_equal(&want, t) || overlaps_input(g, in, outputs[o].data, t))
                 continue;
+            int clash = 0; /* two outputs into one buffer: copies, as before */
+            for (int q = 0; q < o && !clash; q++)
+                if (bound[q]) {
+                    size_t a, b;
+                    bd_err e2 = {0};
+                    clash = bd_tensor_nbytes(t, &a, &e2) || bd_tensor_nbytes(&p->vals[g->outputs[q]], &b, &e2) ||
+                            ((const char *)outputs[o].data < (const char *)outputs[q].data + b &&
+                             (const char *)outputs[q].data < (const char *)outputs[o].data + a);
+                }
+            if (clash) continue;
             saved[o] = p->vals[v].data;
             p->vals[v].data = outputs[o].data;
             bound[o] = any = 1;
