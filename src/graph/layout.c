@@ -7,7 +7,8 @@
  *   plan is made, and with one group and more than 64 output channels in
  *   panels of up to 64 of them, "<W>@panels" (bd_conv_params.w_panel), so
  *   that each block of the kernel's channels reads W in one sequential run
- *   instead of one strided row per input channel). It reads its input in NHWC where that exists, straight
+ *   instead of one strided row per input channel). It reads its input in
+ *   NHWC where that exists, straight
  *   from NCHW where the input has few channels (a network's first Conv),
  *   and otherwise through a conversion;
  * - pools, elementwise ops (the activation, unary and binary families),
@@ -89,6 +90,7 @@ typedef struct lay {
     struct bd_lay_own *o;
     int *nhv;             /* per value of g: its NHWC version in f, -1 */
     int *hwio;            /* per value of g: a Conv weight stored (KH, KW, C/group, M) in f, -1 */
+    int *pan;             /* ... and stored in panels (one-group Convs, bd_conv_panel_width), -1 */
     int n_conv;           /* conversions made */
 } lay;
 
@@ -485,13 +487,14 @@ static braid_status emit_nhwc(lay *L, int i, bd_err *e)
         int w = n->in[1];
         const bd_conv_params *p0 = n->params;
         int64_t pw = p0->group == 1 ? bd_conv_panel_width(val(L, w)->dims[0]) : 0;
-        if (L->hwio[w] < 0) {
+        int *slot = pw ? &L->pan[w] : &L->hwio[w]; /* a W shared by Convs of other group counts: both forms */
+        if (*slot < 0) {
             static const int hwio[4] = {2, 3, 1, 0}; /* (M, C/g, KH, KW) -> (KH, KW, C/g, M) */
-            L->hwio[w] = permuted_const(L, w, hwio, pw ? "@panels" : "@hwio");
-            if (L->hwio[w] < 0) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
-            if (pw && !to_panels(L, L->hwio[w], pw)) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+            *slot = permuted_const(L, w, hwio, pw ? "@panels" : "@hwio");
+            if (*slot < 0) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+            if (pw && !to_panels(L, *slot, pw)) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
         }
-        in[1] = L->hwio[w];
+        in[1] = *slot;
         bd_conv_params *p = own(L->o, bd_malloc(sizeof *p));
         BD_CHECK_ALLOC(e, p);
         *p = *p0;
@@ -558,7 +561,9 @@ braid_status bd_inst_layout(bd_inst *x, const bd_tensor *inputs, bd_err *e)
     L.rflag = bd_malloc((size_t)nn + 1);
     L.nhv = bd_malloc(((size_t)nv + 1) * sizeof *L.nhv);
     L.hwio = bd_malloc(((size_t)nv + 1) * sizeof *L.hwio);
-    BD_CHECK_ALLOC(e, L.mode && L.xnchw && L.ban && L.nh && L.back && L.cv && L.cv0 && L.nh_reads && L.up && L.rflag && L.nhv && L.hwio);
+    L.pan = bd_malloc(((size_t)nv + 1) * sizeof *L.pan);
+    BD_CHECK_ALLOC(e, L.mode && L.xnchw && L.ban && L.nh && L.back && L.cv && L.cv0 && L.nh_reads && L.up && L.rflag && L.nhv && L.hwio &&
+                          L.pan);
     /* Rounds until nothing changes: a value converted for one reader is
      * available in NHWC to the others in the next round. */
     for (int round = 0; round < 16; round++) {
@@ -573,7 +578,7 @@ braid_status bd_inst_layout(bd_inst *x, const bd_tensor *inputs, bd_err *e)
     }
     for (int i = 0; i < nn; i++) any |= L.mode[i];
     if (!any) goto fail; /* nothing to change */
-    for (int v = 0; v < nv; v++) L.nhv[v] = L.hwio[v] = -1;
+    for (int v = 0; v < nv; v++) L.nhv[v] = L.hwio[v] = L.pan[v] = -1;
     /* The flat graph: g's values (same indices), then the new ones. */
     L.o = bd_calloc(1, sizeof *L.o);
     L.f = bd_calloc(1, sizeof *L.f);
@@ -642,5 +647,6 @@ fail:
     bd_free(L.rflag);
     bd_free(L.nhv);
     bd_free(L.hwio);
+    bd_free(L.pan);
     return st;
 }

@@ -136,6 +136,26 @@ static void model_panels(mb *b, mb_model *mm)
     mb_model_init(b, mm, g, 18);
 }
 
+/* Model "shared": one W (96, 8, 3, 3) for a one-group Conv of x (1, 8, 6,
+ * 7) and a two-group Conv of x twice over (16 channels), summed, then a 1x1
+ * Conv 96->16 -> y: the first stores W in panels, the second as (KH, KW,
+ * C/group, M); each must get its own form. */
+static void model_shared(mb *b, mb_model *mm)
+{
+    Onnx__GraphProto *g = mb_graph(b, "shared");
+    int64_t xd[4] = {1, 8, 6, 7}, w[4] = {96, 8, 3, 3}, w1[4] = {16, 96, 1, 1}, yd[4] = {1, 16, 6, 7};
+    mb_input(b, g, "x", F, 4, xd);
+    init_rand(b, g, "Ws", 4, w, 14);
+    init_rand(b, g, "W1", 4, w1, 15);
+    conv(b, g, "x,Ws", "a", 3, 1, 1, 1);
+    mb_attr_i(b, mb_node(b, g, "Concat", "x,x", "x2", "x2"), "axis", 1);
+    conv(b, g, "x2,Ws", "c", 3, 1, 1, 2);
+    mb_node(b, g, "Add", "a,c", "s", "s");
+    conv(b, g, "s,W1", "y", 1, 1, 0, 1);
+    mb_output(b, g, "y", F, 4, yd);
+    mb_model_init(b, mm, g, 18);
+}
+
 /* Model "dense": x (1, 16, 8, 8) -> Conv 3x3 + Relu -> Conv 3x3 -> y: a
  * region of 3x3 Convs behind a conversion of its input stays NCHW. */
 static void model_dense(mb *b, mb_model *mm)
@@ -360,6 +380,30 @@ int main(void)
         bd_graph_free(&g);
     }
     same_numbers(&b, &mm, xp, 1);
+    mb_free(&b);
+
+    /* shared: the one-group Conv reads W's panels, the two-group one W as
+     * (KH, KW, C/group, M), both from the same initializer */
+    int64_t xs[4] = {1, 8, 6, 7};
+    model_shared(&b, &mm);
+    if (!plan_of(&b, &mm, xs, 1, &text, &p, &g)) {
+        int seen = 0;
+        for (int i = 0; i < p.n_live; i++) {
+            const bd_node *n = p.inst.node[p.live[i]];
+            if (n->op != BD_OP_Conv) continue;
+            const bd_conv_params *cp = n->params;
+            if (cp->layout != BD_LAYOUT_NHWC || p.inst.vals[n->out[0]].dims[3] != 96) continue;
+            const char *wn = p.g->values[n->in[1]].name;
+            if (cp->group == 1) CHECK(cp->w_panel == 48 && strstr(wn, "@panels") != NULL);
+            else CHECK(cp->w_panel == 0 && strstr(wn, "@hwio") != NULL);
+            seen++;
+        }
+        CHECK_EQ_INT(seen, 2);
+        free(text);
+        bd_prepared_free(&p);
+        bd_graph_free(&g);
+    }
+    same_numbers(&b, &mm, xs, 1);
     mb_free(&b);
 
     /* first: three channels read in NCHW, no conversion in, one out */
