@@ -795,19 +795,15 @@ static braid_status give_container(braid_session *s, int o, const bd_run_out *r,
     return BRAID_OK;
 }
 
-/* Whether the bytes of a tensor shaped t at data overlap a plain input's. */
-static int overlaps_input(const bd_graph *g, const bd_tensor *in, const void *data, const bd_tensor *t)
+/* Whether the bytes at x of a tensor shaped t overlap those at y of one
+ * shaped u; 1 when a size does not fit. */
+static int overlaps(const void *x, const bd_tensor *t, const void *y, const bd_tensor *u)
 {
-    size_t nb, ni;
+    size_t a, b;
     bd_err e = {0};
-    if (bd_tensor_nbytes(t, &nb, &e)) return 1;
-    for (int i = 0; i < g->n_inputs; i++) {
-        if (!in[i].data || bd_dt_container(in[i].dtype)) continue;
-        if (bd_tensor_nbytes(&in[i], &ni, &e)) return 1;
-        const char *a = data, *b = in[i].data;
-        if (a < b + ni && b < a + nb) return 1;
-    }
-    return 0;
+    if (bd_tensor_nbytes(t, &a, &e) || bd_tensor_nbytes(u, &b, &e)) return 1;
+    const char *p = x, *q = y;
+    return p < q + b && q < p + a;
 }
 
 static braid_status run_locked(braid_session *s, int n_inputs, const braid_tensor *inputs, int n_outputs,
@@ -840,17 +836,14 @@ static braid_status run_locked(braid_session *s, int n_inputs, const braid_tenso
             if (p->val_out[v] != o || p->val_prod[v] < 0 || (p->inst.vflag && p->inst.vflag[v]) ||
                 t->data != p->out_data[o] || bd_dt_container(t->dtype) || t->dtype == BRAID_DTYPE_STRING ||
                 !outputs[o].data || (uintptr_t)outputs[o].data % 16 || want.dtype != t->dtype ||
-                !bd_shape_equal(&want, t) || overlaps_input(g, in, outputs[o].data, t))
+                !bd_shape_equal(&want, t))
                 continue;
-            int clash = 0; /* two outputs into one buffer: copies, as before */
+            /* not over an input, nor over another bound output (copies, as before) */
+            int clash = 0;
+            for (int i = 0; i < g->n_inputs && !clash; i++)
+                clash = in[i].data && !bd_dt_container(in[i].dtype) && overlaps(outputs[o].data, t, in[i].data, &in[i]);
             for (int q = 0; q < o && !clash; q++)
-                if (bound[q]) {
-                    size_t a, b;
-                    bd_err e2 = {0};
-                    clash = bd_tensor_nbytes(t, &a, &e2) || bd_tensor_nbytes(&p->vals[g->outputs[q]], &b, &e2) ||
-                            ((const char *)outputs[o].data < (const char *)outputs[q].data + b &&
-                             (const char *)outputs[q].data < (const char *)outputs[o].data + a);
-                }
+                clash = bound[q] && overlaps(outputs[o].data, t, outputs[q].data, &p->vals[g->outputs[q]]);
             if (clash) continue;
             saved[o] = p->vals[v].data;
             p->vals[v].data = outputs[o].data;

@@ -91,3 +91,37 @@ int bd_cpu_vec_level(void)
 }
 
 void bd_cpu_vec_cap(int level) { atomic_store_explicit(&vec_cap, level, memory_order_relaxed); }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+/* 16 at a time from two loads and one permute while src[2 j + 31] is still
+ * among the n; the last 1 to 16 from loads masked to src[2 (n - 1)] (masked
+ * lanes are neither read nor faulted). */
+__attribute__((target("avx512f"))) static void gather2_512(float *dst, const float *src, int64_t n)
+{
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    int64_t j = 0;
+    for (; j + 17 <= n; j += 16)
+        _mm512_storeu_ps(dst + j, _mm512_permutex2var_ps(_mm512_loadu_ps(src + 2 * j), even,
+                                                         _mm512_loadu_ps(src + 2 * j + 16)));
+    if (j < n) {
+        int64_t c = 2 * (n - j) - 1;
+        __mmask16 lo = (__mmask16)(c >= 16 ? 0xFFFF : (1u << c) - 1), hi = (__mmask16)(c > 16 ? (1u << (c - 16)) - 1 : 0);
+        __m512 v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo, src + 2 * j), even,
+                                          _mm512_maskz_loadu_ps(hi, src + 2 * j + 16));
+        _mm512_mask_storeu_ps(dst + j, (__mmask16)((1u << (n - j)) - 1), v);
+    }
+}
+#endif
+
+void bd_gather2_f32(float *dst, const float *src, int64_t n)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (bd_cpu_vec_level() == 2) {
+        gather2_512(dst, src, n);
+        return;
+    }
+#endif
+    for (int64_t j = 0; j < n; j++) dst[j] = src[2 * j];
+}

@@ -51,5 +51,9 @@ int bd_cpu_vec_level(void);
  * with AVX-512): 2, the default, leaves it as probed. Set it while no
  * kernel runs. For Conv (ops/conv.c), 0 means im2col + SGEMM. */
 void bd_cpu_vec_cap(int level);
+/* dst[j] = src[2 j], j in [0, n): every second float (a stride phase of a
+ * convolution's input row, a Slice with step 2); reads nothing past
+ * src[2 (n - 1)]. */
+void bd_gather2_f32(float *dst, const float *src, int64_t n);
 
 #endif /* BD_CPU_OPS_H */

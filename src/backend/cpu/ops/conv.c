@@ -214,25 +214,6 @@ static void pgeo_offsets(const win3 *w, const pgeo *p, int64_t channels, int64_t
 #include <immintrin.h>
 #define PG_X86 1
 
-/* dst[j] = src[2 j], j in [0, n): 16 at a time from two loads and one
- * permute while src[2 j + 31] is still in the row. */
-__attribute__((target("avx512f"))) static int64_t strided2_512(float *dst, const float *src, int64_t n)
-{
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    int64_t j = 0;
-    for (; j + 17 <= n; j += 16)
-        _mm512_storeu_ps(dst + j, _mm512_permutex2var_ps(_mm512_loadu_ps(src + 2 * j), even,
-                                                         _mm512_loadu_ps(src + 2 * j + 16)));
-    if (j < n) { /* the last 1 to 16: loads masked to src[2 (n - 1)] */
-        int64_t c = 2 * (n - j) - 1;
-        __mmask16 lo = (__mmask16)(c >= 16 ? 0xFFFF : (1u << c) - 1), hi = (__mmask16)(c > 16 ? (1u << (c - 16)) - 1 : 0);
-        __m512 v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo, src + 2 * j), even,
-                                          _mm512_maskz_loadu_ps(hi, src + 2 * j + 16));
-        _mm512_mask_storeu_ps(dst + j, (__mmask16)((1u << (n - j)) - 1), v);
-    }
-    return n;
-}
-
 /* One padded input row into its column phases (s2 of 1 or 2), 16 columns a
  * step with masked loads (lanes outside the input are neither read nor
  * faulted: AVX-512 masked loads suppress faults) and no call: phase r, column
@@ -275,17 +256,16 @@ __attribute__((target("avx512f"))) static void pf_row512(float *row, const float
     }
 }
 
-static int pg_level(void);
 #endif
 
 /* dst[j] = src[j s], j in [0, n): one row of a stride phase. */
 static void strided_copy(float *dst, const float *src, int64_t n, int64_t s)
 {
-    int64_t j = 0;
-#ifdef PG_X86
-    if (s == 2 && pg_level() == 2) j = strided2_512(dst, src, n);
-#endif
-    for (; j < n; j++) dst[j] = src[j * s];
+    if (s == 2) {
+        bd_gather2_f32(dst, src, n);
+        return;
+    }
+    for (int64_t j = 0; j < n; j++) dst[j] = src[j * s];
 }
 
 typedef struct pfill_job {
@@ -318,7 +298,7 @@ static void pfill(void *ctx, int64_t begin, int64_t end)
     for (int64_t r = 0; r < BD_MIN(s2, (int64_t)PF_PHASES); r++) pf_span(p, s2, r, lo, hi, &ja[r], &jb[r]);
 #ifdef PG_X86
     /* pf_row512 works out column indices in 32 bits */
-    int fast = pg_level() == 2 && w->img[2] + wp + 32 < INT_MAX;
+    int fast = bd_cpu_vec_level() == 2 && w->img[2] + wp + 32 < INT_MAX;
 #endif
     for (int64_t c = begin; c < end; c++) {
         const float *xc = j->x + c * w->img_size;
@@ -488,9 +468,6 @@ static void pscatter_at(int lvl, const pgeo *p, const float *tmp, int64_t q0, in
     if (lvl == 2) pscatter512(p, tmp, q0, n, y, z, b0, act, fa, fb, res);
     else pscatter(p, tmp, q0, n, y, z, b0, act, fa, fb, res);
 }
-
-/* 0: no kernel (use im2col + SGEMM), 1: AVX2+FMA, 2: AVX-512F. */
-static int pg_level(void) { return bd_cpu_vec_level(); }
 
 /* c (PG_MR rows, ldc apart; 32 columns) (+)= the weights w (PG_MR rows, ldw
  * apart, of which the first `rows` are read: the others repeat the last; kn
@@ -898,7 +875,7 @@ static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const
 {
     braid_status st = BRAID_OK;
     *done = 0;
-    int lvl = pg_level();
+    int lvl = bd_cpu_vec_level(); /* 0: no kernel (im2col + SGEMM), 1: AVX2 + FMA, 2: AVX-512F */
     if (!lvl) return BRAID_OK;
     const bd_conv_params *pa = k->node->params;
     const float *x = k->in[0].data, *wt = k->in[1].data;

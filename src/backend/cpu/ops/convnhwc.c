@@ -74,8 +74,10 @@ static void conv_loops(const bd_kernel *k, const bd_conv_geom *g)
 
 #define NK_MAX_TAPS 256  /* taps of one window the fast paths take (their lists live on the stack) */
 #define NK_FLAT_CHUNK 96 /* pixels per task of the flat 1x1 walk */
-/* W of at least this many floats, with more than one channel block a group,
- * is packed per call into contiguous per-block panels: strided rows of a
+/* W not in panels already (w_panel: the layout pass stores one-group
+ * Convs' so; this is for grouped Convs and direct calls) of at least this
+ * many floats, with more than one channel block a group, is packed per
+ * call into contiguous per-block panels: strided rows of a
  * large W cost the tiles more (TLB, prefetch) than the copy (192->384 3x3:
  * 2.2 -> 1.85 ms on one thread). */
 #define NK_PACK_MIN (128 * 1024)
@@ -264,9 +266,6 @@ static void (*const dwb_tab[2][2][2][9])(const nk_tile *) = {
     {{DWB_T(3, 1, 1), DWB_T(3, 1, 2)}, {DWB_T(3, 2, 1), DWB_T(3, 2, 2)}},
     {{DWB_T(5, 1, 1), DWB_T(5, 1, 2)}, {DWB_T(5, 2, 1), DWB_T(5, 2, 2)}},
 };
-
-/* 0: plain loops, 1: AVX2 + FMA, 2: AVX-512F. */
-static int nk_level(void) { return bd_cpu_vec_level(); }
 
 /* The microkernel of a level, kind (0 gemm, 1 dw, 2 dwi), NV and RB. */
 static void (*nk_kern(int lvl, int kind, int nv, int rb))(const nk_tile *)
@@ -648,7 +647,7 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     nk_job j = {.g = g, .p = p, .x = k->in[0].data, .w = k->in[1].data, .y = k->out[0].data};
     j.b = k->n_in > 2 && k->in[2].data ? k->in[2].data : NULL;
     j.z = p->res && k->n_in > 3 ? k->in[3].data : NULL;
-    j.lvl = nk_level();
+    j.lvl = bd_cpu_vec_level(); /* 0: plain loops, 1: AVX2 + FMA, 2: AVX-512F */
     *done = 0;
     if (j.lvl == 0 || g->k[0] * g->k[1] > NK_MAX_TAPS) return BRAID_OK;
     j.C = g->c_in, j.M = g->c_out, j.H = g->x[0], j.W = g->x[1], j.OH = g->y[0], j.OW = g->y[1];

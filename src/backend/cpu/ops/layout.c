@@ -22,32 +22,14 @@ static void contiguous_strides(const bd_tensor *t, int64_t *strides)
 #define COPY_ELEMS(ES)                                                                             \
     for (int64_t i = 0; i < n; i++) memcpy(dst + i * dst_st, src + i * sst, ES);                  \
     break;
-/* Every second float of src to n contiguous floats at dst (a Slice with
- * step 2 on the last axis: YOLO's space-to-depth): two vectors in, the even
- * lanes of both out. */
-__attribute__((target("avx512f"))) static void gather_step2(float *dst, const float *src, int64_t n)
-{
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    int64_t i = 0;
-    for (; i + 17 <= n; i += 16) /* reads src[2i .. 2i + 31], all at or before src[2 (n - 1)] */
-        _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(_mm512_loadu_ps(src + 2 * i), even,
-                                                         _mm512_loadu_ps(src + 2 * i + 16)));
-    if (i < n) { /* the tail: masked loads read nothing past src[2 (n - 1)] */
-        int64_t m = n - i, lo = BD_MIN(2 * m - 1, (int64_t)16), hi = 2 * m - 1 - lo;
-        __m512 a = _mm512_maskz_loadu_ps((__mmask16)((1u << lo) - 1), src + 2 * i);
-        __m512 b = _mm512_maskz_loadu_ps((__mmask16)(hi > 0 ? (1u << hi) - 1 : 0), src + 2 * i + 16);
-        _mm512_mask_storeu_ps(dst + i, (__mmask16)((1u << m) - 1), _mm512_permutex2var_ps(a, even, b));
-    }
-}
-
 static void copy_elems(char *dst, int64_t dst_st, const char *src, int64_t sst, int64_t n, size_t es)
 {
     if (sst == (int64_t)es && dst_st == (int64_t)es) {
         memcpy(dst, src, (size_t)n * es);
         return;
     }
-    if (es == 4 && dst_st == 4 && sst == 8 && n >= 16 && bd_cpu_vec_level() == 2) {
-        gather_step2((float *)dst, (const float *)src, n);
+    if (es == 4 && dst_st == 4 && sst == 8) { /* a Slice with step 2 (YOLO's space-to-depth) */
+        bd_gather2_f32((float *)dst, (const float *)src, n);
         return;
     }
     switch (es) {
