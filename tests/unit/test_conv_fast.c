@@ -5,12 +5,15 @@
  * double-precision loop: 1-D, 2-D and 3-D, strides, dilations, asymmetric
  * pads, groups, depthwise with a multiplier, one input channel, sizes that
  * end in vector tails and k past one slice; the fused bias, activation and
- * residual epilogue; and the same bits for 1 and 3 threads. */
+ * residual epilogue; and the same bits for 1 and 3 threads. The Winograd
+ * kernel (ops/convwino.c) is checked the same way, and against convdirect.c
+ * with it turned off (the two must differ in some bits: it ran). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/ops/convdirect.h"
 #include "check.h"
 #include "optest.h"
 #include "ops/conv.h"
@@ -146,6 +149,11 @@ static const ccase cases[] = {
     {2, 2, 6, 10, 1, {15, 41}, {3, 3}, {2, 2}, {1, 2}, {1, 0}, {0, 2}, "direct split: stride 2, odd width, dilation 2"},
     {2, 1, 8, 9, 1, {20, 50}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}, "direct split: 5x5 stride 2"},
     {2, 1, 12, 8, 2, {9, 33}, {1, 1}, {1, 2}, {1, 1}, {0, 0}, {0, 0}, "direct split: grouped 1x1 stride (1, 2)"},
+    {2, 2, 9, 13, 1, {20, 45}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "winograd 9 -> 13, 45 columns (2 tile vectors)"},
+    {2, 1, 8, 8, 1, {17, 30}, {3, 3}, {1, 1}, {1, 1}, {0, 2}, {2, 0}, "winograd, asymmetric pads, 17 output rows"},
+    {2, 1, 32, 16, 2, {12, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "winograd grouped 32 -> 16 (8 a group)"},
+    {2, 1, 10, 24, 1, {11, 34}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, "winograd unpadded, 9 x 32 outputs"},
+    {2, 3, 40, 20, 1, {37, 64}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "winograd 40 -> 20, 3 images, bands"},
     {2, 1, 0, 0, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "no channels"},
     {2, 1, 0, 3, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "no input channels: the bias alone"},
     {2, 0, 3, 4, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "no images"},
@@ -180,15 +188,15 @@ static void test_cases_vs_naive(void)
 
 /* Bias, each activation (Relu, LeakyRelu, Clip, HardSigmoid, HardSwish,
  * Sigmoid, x sigmoid(x)) and the residual before or after it, fused, at each
- * vector level, on a GEMM, a depthwise and a one-channel case. */
+ * vector level, on a GEMM, a depthwise, a one-channel and a Winograd case. */
 static void test_epilogues(void)
 {
-    const int picks[5] = {0, 5, 6, 13, 14};
+    const int picks[6] = {0, 5, 6, 13, 14, 40};
     const struct { int act; float a, b; } acts[8] = {
         {BD_ACT_NONE, 0, 0},         {BD_ACT_RELU, 0, 0},     {BD_ACT_LEAKY, 0.1f, 0}, {BD_ACT_CLIP, -0.5f, 0.7f},
         {BD_ACT_HSIGMOID, 0.3f, 0.4f}, {BD_ACT_HSWISH, 0, 0}, {BD_ACT_SIGMOID, 0, 0},  {BD_ACT_SILU, 0, 0}};
     unsigned seed = 5;
-    for (int pi = 0; pi < 5; pi++) {
+    for (int pi = 0; pi < 6; pi++) {
         const ccase *c = &cases[picks[pi]];
         int64_t nx = c->n * c->c, nw = c->m * (c->c / c->group), ny = c->n * c->m;
         for (int i = 0; i < c->nsp; i++) nx *= c->x[i], nw *= c->k[i], ny *= out_dim(c, i);
@@ -245,10 +253,42 @@ static void test_threads_bitwise(void)
     }
 }
 
+/* Each Winograd case with the kernel on and off (convdirect.c then): both
+ * within the tolerance of the naive loop, and not the same bits (so the
+ * Winograd kernel did run); a case it does not take (a 3x3 over 7 input
+ * channels) gives the same bits either way. */
+static void test_winograd_ran(void)
+{
+    unsigned seed = 21;
+    int ran = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        const ccase *c = &cases[ci];
+        int wino = strncmp(c->what, "winograd", 8) == 0;
+        if (!wino && strcmp(c->what, "direct flat: grouped, dilated, same pads") != 0) continue;
+        int64_t nx = c->n * c->c * c->x[0] * c->x[1], nw = c->m * (c->c / c->group) * c->k[0] * c->k[1];
+        int64_t ny = c->n * c->m * out_dim(c, 0) * out_dim(c, 1), n1, n2;
+        float *x = randn(nx, &seed), *w = randn(nw, &seed), *b = randn(c->m, &seed), *ref = malloc((size_t)ny * sizeof *ref);
+        naive(c, x, w, b, NULL, BD_ACT_RELU, 0, 0, BD_RES_NONE, ref);
+        float *on = conv_run(c, x, w, b, NULL, BD_ACT_RELU, 0, 0, BD_RES_NONE, 2, 2, &n1);
+        bd_conv_wino_enable(0);
+        float *off = conv_run(c, x, w, b, NULL, BD_ACT_RELU, 0, 0, BD_RES_NONE, 2, 2, &n2);
+        bd_conv_wino_enable(1);
+        CHECK_EQ_INT(count_bad(on, ref, ny), 0);
+        CHECK_EQ_INT(count_bad(off, ref, ny), 0);
+        int same = memcmp(on, off, (size_t)ny * sizeof *on) == 0;
+        if (same == wino) fprintf(stderr, "case '%s': Winograd %s\n", c->what, wino ? "did not run" : "ran");
+        CHECK_EQ_INT(same, !wino);
+        ran += wino;
+        free(x), free(w), free(b), free(ref), free(on), free(off);
+    }
+    CHECK_EQ_INT(ran, 5);
+}
+
 int main(void)
 {
     (void)run, (void)done; /* optest.h's harness: these tests call the kernel themselves */
     test_cases_vs_naive();
+    test_winograd_ran();
     test_epilogues();
     test_threads_bitwise();
     return check_done();

@@ -889,8 +889,9 @@ static braid_status conv_padded(const bd_kernel *k, const bd_conv_geom *g, const
     int64_t mb = BD_CEIL_DIV(mg, (int64_t)PG_MR), dw = cg == 1;
     *done = 1;
     if (bd_numel(&k->out[0]) == 0) return BRAID_OK;
-    if (lvl == 2 && !dw && p.q > PG_DOT_MAX_Q) { /* convdirect.c */
-        int r = bd_conv_direct(k, g, w);
+    if (lvl == 2 && !dw && p.q > PG_DOT_MAX_Q) { /* convwino.c (3x3 stride 1), then convdirect.c */
+        int r = bd_conv_wino(k, g, w);
+        if (r == 0) r = bd_conv_direct(k, g, w);
         if (r < 0) return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
         if (r > 0) return BRAID_OK;
     }

@@ -1,0 +1,330 @@
+/* convwino.c: Winograd F(2x2, 3x3) for NCHW 2-D convolutions with a 3x3
+ * kernel, stride 1 and dilation 1 (AVX-512), called by conv.c before the
+ * direct kernel (convdirect.c).
+ *
+ * Each 2x2 block of outputs (a tile) reads a 4x4 block of the input d and
+ * is Y = A^T [ (G g G^T) .* (B^T d B) ] A: 16 products per input channel
+ * where the direct convolution does 36, so the products (a GEMM over the
+ * input channels for each of the 16 positions) take 4/9 of the direct
+ * kernel's multiply-adds. The transforms use only 0, +-1 and +-1/2, so the
+ * rounding stays near the direct sum's (tests: within 1e-5 relative to the
+ * magnitude of the terms).
+ *
+ * Tiles lie in vector lanes: 16 tiles of one tile row side by side. A task
+ * is a band of tile rows of one (image, group):
+ *   1. the input transform writes U[pos][c][tile] for every tile of the band
+ *      (masked loads give the zero padding and the image's edges);
+ *   2. for each of the 16 positions, V[pos][m][tile] = sum_c Wt[pos][m][c]
+ *      U[pos][c][tile], 8 output channels by 3 tile vectors in registers;
+ *   3. the output transform turns each tile's 16 V into its 2x2 outputs,
+ *      applies the epilogue (bias, residual, activation) and stores them.
+ * The weights are transformed once per call (G g G^T, 16 x M x C values).
+ *
+ * Each output is computed from its own tile alone, in a fixed order, so the
+ * bits do not depend on the bands or the thread count. */
+#include <stdatomic.h>
+
+#include "backend/cpu/parallel.h"
+#include "convdirect.h"
+#include "convepi.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define WG_MR 8              /* output channels per GEMM tile */
+#define WG_NV 3              /* tile vectors (16 tiles each) per GEMM tile */
+#define WG_BAND_VECS 6       /* tile vectors a band aims at */
+#define WG_SCRATCH (1 << 20) /* bytes of U and V a band keeps (in L2) at most */
+
+typedef struct wg_job {
+    const float *x, *bias, *z;
+    float *y, *wt;          /* wt: [group][pos][mblock][c][WG_MR] */
+    float *scratch;         /* per worker: U, then V */
+    int64_t H, W, OH, OW, pt, pl;
+    int64_t TH, TW, TV;     /* tile rows, tiles per row, tile vectors per row */
+    int64_t cg, mg, mb, c_in, c_out, groups;
+    int64_t band, nbands, per_worker;
+    int act, res;
+    float aa, ab;
+} wg_job;
+
+/* Floats between two positions' blocks of `rows` rows of nt tile vectors:
+ * an odd number of cache lines, so the 16 positions of one tile fall in 16
+ * different L1 sets (a multiple of 4 KB would put them all in one). */
+static int64_t wg_pos_stride(int64_t rows, int64_t nt)
+{
+    int64_t lines = rows * nt;
+    return 16 * (lines | 1);
+}
+
+/* Lanes i in [0, 16) with 0 <= c + i < n. */
+static __mmask16 wg_lanes(int64_t c, int64_t n)
+{
+    int64_t a = BD_MAX(-c, (int64_t)0), b = BD_MIN(n - c, (int64_t)16);
+    if (b <= a) return 0;
+    return (__mmask16)((((uint32_t)1 << b) - 1) & ~(((uint32_t)1 << a) - 1));
+}
+
+/* G g G^T for each (m, c): g is 3x3 (row-major), the result 4x4, written
+ * to wt[pos][mblock][c][r] of each group (0 past the group's last m). */
+static void wg_weights(const float *w, int64_t groups, int64_t mg, int64_t mb, int64_t cg, float *wt)
+{
+    for (int64_t gi = 0; gi < groups; gi++) {
+        float *o = wt + gi * 16 * mb * WG_MR * cg;
+        for (int64_t m = 0; m < mb * WG_MR; m++)
+            for (int64_t c = 0; c < cg; c++) {
+                float u[16] = {0};
+                if (m < mg) {
+                    const float *g = w + ((gi * mg + m) * cg + c) * 9;
+                    float t[4][3]; /* G g: rows of G are (1,0,0), (1/2,1/2,1/2), (1/2,-1/2,1/2), (0,0,1) */
+                    for (int j = 0; j < 3; j++) {
+                        t[0][j] = g[j];
+                        t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+                        t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+                        t[3][j] = g[6 + j];
+                    }
+                    for (int i = 0; i < 4; i++) { /* (G g) G^T */
+                        u[i * 4 + 0] = t[i][0];
+                        u[i * 4 + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+                        u[i * 4 + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+                        u[i * 4 + 3] = t[i][2];
+                    }
+                }
+                for (int p = 0; p < 16; p++) o[((p * mb + m / WG_MR) * cg + c) * WG_MR + m % WG_MR] = u[p];
+            }
+    }
+}
+
+/* One input row's 4 columns of 16 tiles (tile l reads columns col + 2 l +
+ * {0, 1, 2, 3}): two masked loads and two permutes per pair of columns. */
+#define WG_ROW(p, rm, d0, d1, d2, d3)                                                                                 \
+    do {                                                                                                              \
+        __m512 l0 = _mm512_maskz_loadu_ps(m0 & (rm), (p)), l1 = _mm512_maskz_loadu_ps(m1 & (rm), (p) + 16);          \
+        __m512 l2 = _mm512_maskz_loadu_ps(m2 & (rm), (p) + 2), l3 = _mm512_maskz_loadu_ps(m3 & (rm), (p) + 18);      \
+        d0 = _mm512_permutex2var_ps(l0, even, l1), d1 = _mm512_permutex2var_ps(l0, odd, l1);                          \
+        d2 = _mm512_permutex2var_ps(l2, even, l3), d3 = _mm512_permutex2var_ps(l2, odd, l3);                          \
+    } while (0)
+
+/* (B^T d) B of one row s0..s3 of B^T d: B's columns (1,0,-1,0), (0,1,1,0),
+ * (0,-1,1,0), (0,1,0,-1); stored at positions 4 a .. 4 a + 3. */
+#define WG_BT_ROW(o, a, s0, s1, s2, s3)                                                                               \
+    do {                                                                                                              \
+        _mm512_storeu_ps((o) + (4 * (a) + 0) * ps, _mm512_sub_ps(s0, s2));                                            \
+        _mm512_storeu_ps((o) + (4 * (a) + 1) * ps, _mm512_add_ps(s1, s2));                                            \
+        _mm512_storeu_ps((o) + (4 * (a) + 2) * ps, _mm512_sub_ps(s2, s1));                                            \
+        _mm512_storeu_ps((o) + (4 * (a) + 3) * ps, _mm512_sub_ps(s1, s3));                                            \
+    } while (0)
+
+/* Step 1: B^T d B of every tile of tile rows [i0, i1) for the cg input
+ * channels of xg, into u[pos][c][t 16 + lane] (t: tile vector in the band). */
+__attribute__((target("avx512f"))) static void wg_input(const wg_job *j, const float *xg, int64_t i0, int64_t i1,
+                                                        float *u, int64_t nt)
+{
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const int64_t H = j->H, W = j->W, hw = H * W, ps = wg_pos_stride(j->cg, nt);
+    for (int64_t i = i0; i < i1; i++) {
+        int64_t r0 = 2 * i - j->pt; /* input rows r0 .. r0 + 3; those outside read as 0 */
+        __mmask16 ra = r0 >= 0 && r0 < H ? 0xFFFF : 0, rb = r0 + 1 >= 0 && r0 + 1 < H ? 0xFFFF : 0;
+        __mmask16 rc = r0 + 2 >= 0 && r0 + 2 < H ? 0xFFFF : 0, rd = r0 + 3 >= 0 && r0 + 3 < H ? 0xFFFF : 0;
+        for (int64_t v = 0; v < j->TV; v++) {
+            int64_t col = 32 * v - j->pl, t = (i - i0) * j->TV + v;
+            __mmask16 m0 = wg_lanes(col, W), m1 = wg_lanes(col + 16, W), m2 = wg_lanes(col + 2, W),
+                      m3 = wg_lanes(col + 18, W);
+            const float *p = xg + r0 * W + col;
+            float *o = u + t * 16;
+            for (int64_t c = 0; c < j->cg; c++, p += hw, o += nt * 16) {
+                __m512 a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, d0, d1, d2, d3;
+                WG_ROW(p, ra, a0, a1, a2, a3);
+                WG_ROW(p + W, rb, b0, b1, b2, b3);
+                WG_ROW(p + 2 * W, rc, c0, c1, c2, c3);
+                WG_ROW(p + 3 * W, rd, d0, d1, d2, d3);
+                /* B^T d: rows (1,0,-1,0), (0,1,1,0), (0,-1,1,0), (0,1,0,-1) */
+                WG_BT_ROW(o, 0, _mm512_sub_ps(a0, c0), _mm512_sub_ps(a1, c1), _mm512_sub_ps(a2, c2), _mm512_sub_ps(a3, c3));
+                WG_BT_ROW(o, 1, _mm512_add_ps(b0, c0), _mm512_add_ps(b1, c1), _mm512_add_ps(b2, c2), _mm512_add_ps(b3, c3));
+                WG_BT_ROW(o, 2, _mm512_sub_ps(c0, b0), _mm512_sub_ps(c1, b1), _mm512_sub_ps(c2, b2), _mm512_sub_ps(c3, b3));
+                WG_BT_ROW(o, 3, _mm512_sub_ps(b0, d0), _mm512_sub_ps(b1, d1), _mm512_sub_ps(b2, d2), _mm512_sub_ps(b3, d3));
+            }
+        }
+    }
+}
+
+/* Step 2 for one position: WG_MR output channels (weights wm, WG_MR per
+ * input channel) by NV tile vectors from u (cg rows of ld floats) into v
+ * (WG_MR rows of ld floats). */
+#define WG_GEMM(NV)                                                                                                   \
+    __attribute__((target("avx512f"))) static void wg_gemm_##NV(const float *u, const float *wm, int64_t cg,         \
+                                                                 int64_t ld, float *v)                                \
+    {                                                                                                                 \
+        __m512 acc[WG_MR][NV];                                                                                        \
+        _Pragma("GCC unroll 8") for (int r = 0; r < WG_MR; r++)                                                      \
+        {                                                                                                             \
+            _Pragma("GCC unroll 4") for (int q = 0; q < NV; q++) acc[r][q] = _mm512_setzero_ps();                    \
+        }                                                                                                             \
+        for (int64_t c = 0; c < cg; c++, u += ld, wm += WG_MR) {                                                      \
+            __m512 b[NV];                                                                                             \
+            _Pragma("GCC unroll 4") for (int q = 0; q < NV; q++) b[q] = _mm512_loadu_ps(u + 16 * q);                 \
+            _Pragma("GCC unroll 8") for (int r = 0; r < WG_MR; r++)                                                  \
+            {                                                                                                         \
+                __m512 a = _mm512_set1_ps(wm[r]);                                                                     \
+                _Pragma("GCC unroll 4") for (int q = 0; q < NV; q++) acc[r][q] = _mm512_fmadd_ps(a, b[q], acc[r][q]); \
+            }                                                                                                         \
+        }                                                                                                             \
+        _Pragma("GCC unroll 8") for (int r = 0; r < WG_MR; r++)                                                      \
+        {                                                                                                             \
+            _Pragma("GCC unroll 4") for (int q = 0; q < NV; q++) _mm512_storeu_ps(v + r * ld + 16 * q, acc[r][q]);  \
+        }                                                                                                             \
+    }
+
+WG_GEMM(1)
+WG_GEMM(2)
+WG_GEMM(3)
+
+typedef void (*wg_gemm_fn)(const float *, const float *, int64_t, int64_t, float *);
+static const wg_gemm_fn wg_gemms[WG_NV] = {wg_gemm_1, wg_gemm_2, wg_gemm_3};
+
+/* Step 3 for one activation and residual mode (constants where inlined):
+ * A^T M A of every tile, A^T = ((1, 1, 1, 0), (0, 1, -1, -1)), then the
+ * epilogue, stored as 2x2 outputs per tile (its two columns interleaved). */
+__attribute__((target("avx512f"), always_inline)) static inline void
+wg_output_as(const wg_job *j, const float *vv, int64_t n, int64_t gi, int64_t i0, int64_t i1, int64_t nt, int act,
+             int res)
+{
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const __m512 aa = _mm512_set1_ps(j->aa), ab = _mm512_set1_ps(j->ab);
+    const int64_t ohw = j->OH * j->OW, OW = j->OW, ps = wg_pos_stride(j->mb * WG_MR, nt);
+    for (int64_t m = 0; m < j->mg; m++) {
+        int64_t plane = n * j->c_out + gi * j->mg + m;
+        float *yp = j->y + plane * ohw;
+        const float *zp = res ? j->z + plane * ohw : NULL;
+        const __m512 bias = _mm512_set1_ps(j->bias ? j->bias[gi * j->mg + m] : 0.0f);
+        for (int64_t i = i0; i < i1; i++) {
+            int rows = (int)BD_MIN((int64_t)2, j->OH - 2 * i);
+            for (int64_t v = 0; v < j->TV; v++) {
+                const float *q = vv + m * nt * 16 + ((i - i0) * j->TV + v) * 16;
+#define WG_COL(b, t0, t1)                                                                                             \
+    __m512 t0, t1;                                                                                                    \
+    do {                                                                                                              \
+        __m512 x0 = _mm512_loadu_ps(q + (b) * ps), x1 = _mm512_loadu_ps(q + (4 + (b)) * ps);                          \
+        __m512 x2 = _mm512_loadu_ps(q + (8 + (b)) * ps), x3 = _mm512_loadu_ps(q + (12 + (b)) * ps);                   \
+        t0 = _mm512_add_ps(_mm512_add_ps(x0, x1), x2), t1 = _mm512_sub_ps(_mm512_sub_ps(x1, x2), x3);                 \
+    } while (0)
+                WG_COL(0, e0, f0);
+                WG_COL(1, e1, f1);
+                WG_COL(2, e2, f2);
+                WG_COL(3, e3, f3);
+#undef WG_COL
+                int64_t oc = 32 * v;
+                __mmask16 k0 = wg_lanes(oc, OW), k1 = wg_lanes(oc + 16, OW);
+                __m512 y00 = _mm512_add_ps(_mm512_add_ps(e0, e1), e2), y01 = _mm512_sub_ps(_mm512_sub_ps(e1, e2), e3);
+                __m512 y10 = _mm512_add_ps(_mm512_add_ps(f0, f1), f2), y11 = _mm512_sub_ps(_mm512_sub_ps(f1, f2), f3);
+                float *yo = yp + 2 * i * OW + oc;
+                const float *zo = res ? zp + 2 * i * OW + oc : NULL;
+                _mm512_mask_storeu_ps(yo, k0, pg_epi16(_mm512_permutex2var_ps(y00, lo, y01), bias, zo, k0, act, aa, ab, res));
+                _mm512_mask_storeu_ps(yo + 16, k1, pg_epi16(_mm512_permutex2var_ps(y00, hi, y01), bias, res ? zo + 16 : NULL,
+                                                             k1, act, aa, ab, res));
+                if (rows < 2) continue;
+                _mm512_mask_storeu_ps(yo + OW, k0, pg_epi16(_mm512_permutex2var_ps(y10, lo, y11), bias, res ? zo + OW : NULL,
+                                                            k0, act, aa, ab, res));
+                _mm512_mask_storeu_ps(yo + OW + 16, k1, pg_epi16(_mm512_permutex2var_ps(y10, hi, y11), bias,
+                                                                 res ? zo + OW + 16 : NULL, k1, act, aa, ab, res));
+            }
+        }
+    }
+}
+
+/* Step 3: plain and Relu without a residual inlined with their constants
+ * (the common cases), the rest through the general epilogue. */
+__attribute__((target("avx512f"))) static void wg_output(const wg_job *j, const float *vv, int64_t n, int64_t gi,
+                                                         int64_t i0, int64_t i1, int64_t nt)
+{
+    if (j->res == BD_RES_NONE && j->act == BD_ACT_NONE) wg_output_as(j, vv, n, gi, i0, i1, nt, BD_ACT_NONE, BD_RES_NONE);
+    else if (j->res == BD_RES_NONE && j->act == BD_ACT_RELU) wg_output_as(j, vv, n, gi, i0, i1, nt, BD_ACT_RELU, BD_RES_NONE);
+    else wg_output_as(j, vv, n, gi, i0, i1, nt, j->act, j->res);
+}
+
+/* Tasks [tb, te) of the (image, group, band) tasks, on worker wi's scratch. */
+static void wg_tasks(void *ctx, int64_t wi, int64_t tb, int64_t te)
+{
+    const wg_job *j = ctx;
+    float *u = j->scratch + wi * j->per_worker;
+    for (int64_t task = tb; task < te; task++) {
+        int64_t b = task % j->nbands, pair = task / j->nbands, n = pair / j->groups, gi = pair % j->groups;
+        int64_t i0 = b * j->band, i1 = BD_MIN(i0 + j->band, j->TH), nt = (i1 - i0) * j->TV;
+        float *v = u + 16 * wg_pos_stride(j->cg, nt);
+        wg_input(j, j->x + (n * j->c_in + gi * j->cg) * j->H * j->W, i0, i1, u, nt);
+        const float *wg = j->wt + gi * 16 * j->mb * WG_MR * j->cg;
+        for (int p = 0; p < 16; p++) {
+            const float *up = u + p * wg_pos_stride(j->cg, nt);
+            float *vp = v + p * wg_pos_stride(j->mb * WG_MR, nt);
+            for (int64_t mb = 0; mb < j->mb; mb++)
+                for (int64_t t = 0; t < nt; t += WG_NV) {
+                    int nv = (int)BD_MIN((int64_t)WG_NV, nt - t);
+                    wg_gemms[nv - 1](up + t * 16, wg + (p * j->mb + mb) * j->cg * WG_MR, j->cg, nt * 16,
+                                     vp + mb * WG_MR * nt * 16 + t * 16);
+                }
+        }
+        wg_output(j, v, n, gi, i0, i1, nt);
+    }
+}
+
+#define WG_MIN_C 8             /* input channels per group from which the products outweigh the transforms */
+#define WG_MIN_FILL 0.6        /* the share of lanes tiles must fill (tiles per row / lanes per row) */
+#define WG_MIN_WORK (1 << 20)  /* multiply-adds per thread worth a thread */
+
+static _Atomic int wino_on = 1; /* bd_conv_wino_enable */
+
+void bd_conv_wino_enable(int on) { atomic_store_explicit(&wino_on, on, memory_order_relaxed); }
+
+int bd_conv_wino(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
+{
+    if (!atomic_load_explicit(&wino_on, memory_order_relaxed)) return 0;
+    int64_t cg = g->c_in / g->group, mg = g->c_out / g->group;
+    if (w->k[0] != 1 || w->img[0] != 1 || w->k[1] != 3 || w->k[2] != 3 || w->s[1] != 1 || w->s[2] != 1 ||
+        w->d[1] != 1 || w->d[2] != 1 || cg < WG_MIN_C || mg < WG_MR)
+        return 0;
+    int64_t OH = w->grid[1], OW = w->grid[2], TW = BD_CEIL_DIV(OW, (int64_t)2), TV = BD_CEIL_DIV(TW, (int64_t)16);
+    if ((double)TW < WG_MIN_FILL * (double)(TV * 16)) return 0;
+    const bd_conv_params *pa = k->node->params;
+    wg_job j = {0};
+    j.x = k->in[0].data;
+    j.bias = k->n_in > 2 && k->in[2].data ? k->in[2].data : NULL;
+    j.z = pa->res != BD_RES_NONE && k->n_in > 3 ? k->in[3].data : NULL;
+    j.y = k->out[0].data;
+    j.H = w->img[1], j.W = w->img[2], j.OH = OH, j.OW = OW, j.pt = w->pb[1], j.pl = w->pb[2];
+    j.TH = BD_CEIL_DIV(OH, (int64_t)2), j.TW = TW, j.TV = TV;
+    j.cg = cg, j.mg = mg, j.mb = BD_CEIL_DIV(mg, (int64_t)WG_MR), j.c_in = g->c_in, j.c_out = g->c_out;
+    j.groups = g->group;
+    j.act = pa->act, j.res = j.z ? pa->res : BD_RES_NONE, j.aa = pa->act_a, j.ab = pa->act_b;
+    /* a band: about WG_BAND_VECS tile vectors, fewer where U and V would pass WG_SCRATCH */
+    int64_t per_vec = 16 * 16 * (cg + j.mb * WG_MR) * (int64_t)sizeof(float);
+    int64_t vecs = BD_MAX((int64_t)1, BD_MIN((int64_t)WG_BAND_VECS, (int64_t)WG_SCRATCH / per_vec));
+    j.band = BD_MAX((int64_t)1, BD_MIN(j.TH, vecs / TV));
+    j.nbands = BD_CEIL_DIV(j.TH, j.band);
+    int64_t tasks = g->n * g->group * j.nbands, th = BD_MAX(k->threads, 1);
+    int64_t work = g->n * g->c_out * cg * OH * OW * 4; /* the products' multiply-adds (16 per 2x2 tile) */
+    int64_t workers = BD_MAX((int64_t)1, BD_MIN(BD_MIN(th, tasks), work / WG_MIN_WORK));
+    j.per_worker = 16 * (wg_pos_stride(cg, j.band * TV) + wg_pos_stride(j.mb * WG_MR, j.band * TV));
+    j.wt = bd_malloc((size_t)(g->group * 16 * j.mb * WG_MR * cg) * sizeof(float));
+    j.scratch = bd_malloc((size_t)(workers * j.per_worker) * sizeof(float));
+    if (!j.wt || !j.scratch) {
+        bd_free(j.wt);
+        bd_free(j.scratch);
+        return -1;
+    }
+    wg_weights(k->in[1].data, g->group, mg, j.mb, cg, j.wt);
+    bd_parallel_claim((int)workers, tasks, 1, wg_tasks, &j);
+    bd_free(j.wt);
+    bd_free(j.scratch);
+    return 1;
+}
+#else
+void bd_conv_wino_enable(int on) { (void)on; }
+
+int bd_conv_wino(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
+{
+    (void)k, (void)g, (void)w;
+    return 0;
+}
+#endif
