@@ -150,9 +150,9 @@ static const ccase cases[] = {
     {2, 1, 8, 9, 1, {20, 50}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}, "direct split: 5x5 stride 2"},
     {2, 1, 12, 8, 2, {9, 33}, {1, 1}, {1, 2}, {1, 1}, {0, 0}, {0, 0}, "direct split: grouped 1x1 stride (1, 2)"},
     {2, 2, 9, 13, 1, {20, 45}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "winograd 9 -> 13, 45 columns (2 tile vectors)"},
-    {2, 1, 8, 8, 1, {17, 30}, {3, 3}, {1, 1}, {1, 1}, {0, 2}, {2, 0}, "winograd, asymmetric pads, 17 output rows"},
-    {2, 1, 32, 16, 2, {12, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "winograd grouped 32 -> 16 (8 a group)"},
-    {2, 1, 10, 24, 1, {11, 34}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, "winograd unpadded, 9 x 32 outputs"},
+    {2, 1, 8, 8, 1, {35, 30}, {3, 3}, {1, 1}, {1, 1}, {0, 2}, {2, 0}, "winograd, asymmetric pads, 35 output rows"},
+    {2, 1, 32, 16, 2, {40, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "winograd grouped 32 -> 16 (8 a group)"},
+    {2, 4, 10, 24, 1, {11, 34}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, "winograd unpadded, 4 images of 9 x 32 outputs"},
     {2, 3, 40, 20, 1, {37, 64}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "winograd 40 -> 20, 3 images, bands"},
     {2, 1, 0, 0, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "no channels"},
     {2, 1, 0, 3, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, "no input channels: the bias alone"},
@@ -255,8 +255,8 @@ static void test_threads_bitwise(void)
 
 /* Each Winograd case with the kernel on and off (convdirect.c then): both
  * within the tolerance of the naive loop, and not the same bits (so the
- * Winograd kernel did run); a case it does not take (a 3x3 over 7 input
- * channels) gives the same bits either way. */
+ * Winograd kernel did run); a case it does not take (a dilated 3x5 over 2
+ * input channels per group) gives the same bits either way. */
 static void test_winograd_ran(void)
 {
     unsigned seed = 21;

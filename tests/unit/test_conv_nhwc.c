@@ -9,13 +9,16 @@
  * large W on few pixels (GEMV, 5x5), read in place; depthwise 5x5 with
  * many channels (bands from a padded copy); W in output-channel panels
  * (the layout pass's w_panel), K chunks of whole taps and of a tap's
- * channels, bit for bit against W in place. Tolerance: 1e-4 absolute + 1e-4 relative, for
+ * channels, bit for bit against W in place; the Winograd F(2x2, 3x3)
+ * kernel (ops/convwino.c) on 3x3 stride-1 cases, and against the implicit
+ * GEMM with it turned off (not the same bits: it ran). Tolerance: 1e-4 absolute + 1e-4 relative, for
  * float sums of up to a few thousand N(0,1) products against double. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/ops/convdirect.h"
 #include "backend/cpu/ops/convnhwc.h"
 #include "check.h"
 #include "optest.h"
@@ -173,6 +176,10 @@ static const ncase cases[] = {
     {1, 48, 64, 1, {14, 16}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 0, "3x3 dilation 2, 48->64: K chunks of whole taps"},
     {1, 3, 80, 1, {23, 19}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1, "first conv 3->80 s2, NCHW input (panels 48 + 32)"},
     {2, 7, 130, 1, {6, 9}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "1x1 flat 7->130, two images (panels 48 x 2 + 34)"},
+    {2, 20, 40, 1, {23, 27}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "winograd 20->40, odd sizes, two images"},
+    {1, 9, 100, 1, {33, 35}, {3, 3}, {1, 1}, {1, 1}, {0, 2}, {2, 0}, 0, "winograd 9->100 (3 + 3 + 1 vectors), asymmetric"},
+    {1, 48, 24, 1, {36, 35}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, 0, "winograd 48->24 unpadded, 17 x 17 tiles"},
+    {3, 16, 16, 1, {9, 40}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "winograd 16->16, 3 images of 9 rows"},
     {1, 200, 96, 1, {9, 40}, {3, 3}, {2, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "3x3 200->96, 40 wide: K chunks, strips"},
 };
 
@@ -199,16 +206,16 @@ static void test_cases_vs_naive(void)
 }
 
 /* Each activation, the residual before or after it, with and without a bias,
- * at each level, on a flat 1x1, a 3x3 with a tail, an NCHW-input and a
- * depthwise case. */
+ * at each level, on a flat 1x1, a 3x3 with a tail, an NCHW-input, a
+ * depthwise and a Winograd case. */
 static void test_epilogues(void)
 {
-    const int picks[4] = {1, 7, 13, 17};
+    const int picks[5] = {1, 7, 13, 17, 46};
     const struct { int act; float a, b; } acts[8] = {
         {BD_ACT_NONE, 0, 0},           {BD_ACT_RELU, 0, 0},   {BD_ACT_LEAKY, 0.1f, 0}, {BD_ACT_CLIP, -0.5f, 0.7f},
         {BD_ACT_HSIGMOID, 0.3f, 0.4f}, {BD_ACT_HSWISH, 0, 0}, {BD_ACT_SIGMOID, 0, 0},  {BD_ACT_SILU, 0, 0}};
     unsigned seed = 5;
-    for (int pi = 0; pi < 4; pi++) {
+    for (int pi = 0; pi < 5; pi++) {
         const ncase *c = &cases[picks[pi]];
         int64_t ny = numel_y(c);
         float *x = randn(numel_x(c), &seed), *w = randn(numel_w(c), &seed), *b = randn(c->m, &seed);
@@ -313,10 +320,42 @@ static void test_panels(void)
     }
 }
 
+/* The Winograd cases with the kernel on and off: both within the tolerance
+ * of the naive loop, and not the same bits (the Winograd kernel ran); cases
+ * it does not take (3x3 stride 2; 3x3 stride 1 on 10x10 outputs, under
+ * WG_MIN_PIXELS) give the same bits either way. */
+static void test_winograd_ran(void)
+{
+    unsigned seed = 31;
+    int ran = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        const ncase *c = &cases[ci];
+        int wino = strncmp(c->what, "winograd", 8) == 0;
+        if (!wino && strcmp(c->what, "3x3 s2 p1, M 48") != 0 && strcmp(c->what, "3x3 s1 p0") != 0) continue;
+        int64_t ny = numel_y(c);
+        float *x = randn(numel_x(c), &seed), *w = randn(numel_w(c), &seed), *b = randn(c->m, &seed);
+        float *ref = malloc((size_t)ny * sizeof *ref);
+        naive(c, x, w, b, NULL, BD_ACT_RELU, 0, 0, BD_RES_NONE, ref);
+        float *on = conv_run(c, x, w, b, NULL, BD_ACT_RELU, 0, 0, BD_RES_NONE, 2, 2);
+        bd_conv_wino_enable(0);
+        float *off = conv_run(c, x, w, b, NULL, BD_ACT_RELU, 0, 0, BD_RES_NONE, 2, 2);
+        bd_conv_wino_enable(1);
+        CHECK_EQ_INT(count_bad(on, ref, ny), 0);
+        CHECK_EQ_INT(count_bad(off, ref, ny), 0);
+        int same = memcmp(on, off, (size_t)ny * sizeof *on) == 0;
+        if (same == wino) fprintf(stderr, "case '%s': Winograd %s\n", c->what, wino ? "did not run" : "ran");
+        CHECK_EQ_INT(same, !wino);
+        ran += wino;
+        free(x), free(w), free(b), free(ref), free(on), free(off);
+    }
+    CHECK_EQ_INT(ran, 4);
+}
+
 int main(void)
 {
     (void)run, (void)done; /* optest.h's harness: these tests call the kernel themselves */
     test_cases_vs_naive();
+    test_winograd_ran();
     test_epilogues();
     test_threads_bitwise();
     test_panels();

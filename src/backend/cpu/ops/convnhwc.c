@@ -680,6 +680,9 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     }
     int64_t pixels = g->n * j.OH * j.OW;
     *done = 1;
+    int wr = bd_conv_wino_nhwc(k, g); /* convwino.c: 3x3 stride 1 */
+    if (wr < 0) return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "NHWC Conv: Winograd buffers");
+    if (wr > 0) return BRAID_OK;
     int64_t blocks = j.dw ? j.nb : g->group * j.nb, tasks = j.dw ? j.units : blocks * j.units;
     if (tasks == 0 || j.OW == 0 || j.mg == 0) return BRAID_OK;
     int64_t px = j.flat ? NK_FLAT_CHUNK : j.OW * (j.band ? BD_CEIL_DIV(j.OH, j.nband) : 1);

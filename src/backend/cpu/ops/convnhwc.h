@@ -15,6 +15,11 @@ struct bd_conv_geom; /* ops/conv.h */
  * and activation applied as bd_conv_epilogue orders them. */
 braid_status bd_conv_nhwc(const bd_kernel *k, const struct bd_conv_geom *g);
 
+/* Winograd F(2x2, 3x3) of convwino.c for the one-group 3x3 stride-1 NHWC
+ * Convs (X NHWC) with at least 8 input and 16 output channels, on AVX-512:
+ * 1 when done, 0 when the caller must run it, -1 out of memory. */
+int bd_conv_wino_nhwc(const bd_kernel *k, const struct bd_conv_geom *g);
+
 
 /* A 2-D float MaxPool or AveragePool (one output), GlobalAveragePool or
  * GlobalMaxPool: X and Y (N, H, W, C). */

@@ -23,9 +23,12 @@
  * Each output is computed from its own tile alone, in a fixed order, so the
  * bits do not depend on the bands or the thread count. */
 #include <stdatomic.h>
+#include <string.h>
 
 #include "backend/cpu/parallel.h"
 #include "convdirect.h"
+#include "convnhwc.h"
+#include "ops/conv.h"
 #include "convepi.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -272,6 +275,11 @@ static void wg_tasks(void *ctx, int64_t wi, int64_t tb, int64_t te)
 #define WG_MIN_C 8             /* input channels per group from which the products outweigh the transforms */
 #define WG_MIN_FILL 0.6        /* the share of lanes tiles must fill (tiles per row / lanes per row) */
 #define WG_MIN_WORK (1 << 20)  /* multiply-adds per thread worth a thread */
+/* Outputs per output channel (N OH OW) from which the products saved pay for
+ * transforming the weights on every call (Xeon, 2 threads, NHWC: 64->64 on
+ * 40x40 0.85x the implicit GEMM's time, 48->64 on 28x28 1.24x, 192->192 on
+ * 26x26 2x, 384->384 on 13x13 5x) */
+#define WG_MIN_PIXELS 1024
 
 static _Atomic int wino_on = 1; /* bd_conv_wino_enable */
 
@@ -282,7 +290,7 @@ int bd_conv_wino(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
     if (!atomic_load_explicit(&wino_on, memory_order_relaxed)) return 0;
     int64_t cg = g->c_in / g->group, mg = g->c_out / g->group;
     if (w->k[0] != 1 || w->img[0] != 1 || w->k[1] != 3 || w->k[2] != 3 || w->s[1] != 1 || w->s[2] != 1 ||
-        w->d[1] != 1 || w->d[2] != 1 || cg < WG_MIN_C || mg < WG_MR)
+        w->d[1] != 1 || w->d[2] != 1 || cg < WG_MIN_C || mg < WG_MR || g->n * w->grid_size < WG_MIN_PIXELS)
         return 0;
     int64_t OH = w->grid[1], OW = w->grid[2], TW = BD_CEIL_DIV(OW, (int64_t)2), TV = BD_CEIL_DIV(TW, (int64_t)16);
     if ((double)TW < WG_MIN_FILL * (double)(TV * 16)) return 0;
@@ -319,12 +327,278 @@ int bd_conv_wino(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
     bd_free(j.scratch);
     return 1;
 }
+
+/* ---- NHWC: channels in lanes ----------------------------------------------
+ * The same F(2x2, 3x3) on NHWC data (one group): a tile's 4x4 input pixels
+ * are 16 vectors of 16 channels each, so the transforms need no permutes.
+ * A task is a chunk of WN_MR-aligned tiles of one image (row-major), the
+ * chunk's last tiles past the image read zeros and store nothing:
+ *   U[pos][tile][C] (the input transform, 16 channels at a time),
+ *   V[pos][tile][Mp] = U[pos] Wt[pos] (WN_MR tiles by up to WN_NV vectors of
+ *   output channels in registers, the input channels broadcast),
+ *   then A^T V A, the epilogue, and the 2x2 pixels' stores. */
+
+#define WN_MR 8 /* tiles per GEMM tile */
+#define WN_NV 3 /* vectors of output channels per GEMM tile */
+
+typedef struct wn_job {
+    const float *x, *bias, *z;
+    float *y, *wt; /* wt: [pos][mblock][c][nv 16] */
+    float *scratch;
+    int64_t H, W, C, M, OH, OW, pt, pl, TH, TW, Cp, Mp, nmv, nmb;
+    int64_t chunk, nchunks, per_worker, us, vs; /* us, vs: floats per position in U and V */
+    int act, res;
+    float aa, ab;
+} wn_job;
+
+/* Output-channel block mb: vectors [3 mb, 3 mb + nv). */
+static int wn_block(const wn_job *j, int64_t mb, int64_t *v0)
+{
+    *v0 = mb * WN_NV;
+    return (int)BD_MIN((int64_t)WN_NV, j->nmv - *v0);
+}
+
+/* G g G^T of W (KH, KW, C, M), or its panels of pw channels, into
+ * wt[pos][mb][c][nv 16] (0 past M). */
+static void wn_weights(const wn_job *j, const float *w, int64_t pw)
+{
+    int64_t C = j->C, M = j->M, kkc = 9 * C;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t c = 0; c < C; c++) {
+            float g[9], t[4][3], u[16];
+            for (int r = 0; r < 9; r++) {
+                int64_t row = r * C + c;
+                g[r] = w[pw ? bd_conv_panel_at(pw, M, kkc, row, m) : row * M + m];
+            }
+            for (int q = 0; q < 3; q++) {
+                t[0][q] = g[q];
+                t[1][q] = 0.5f * (g[q] + g[3 + q] + g[6 + q]);
+                t[2][q] = 0.5f * (g[q] - g[3 + q] + g[6 + q]);
+                t[3][q] = g[6 + q];
+            }
+            for (int i = 0; i < 4; i++) {
+                u[i * 4 + 0] = t[i][0];
+                u[i * 4 + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+                u[i * 4 + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+                u[i * 4 + 3] = t[i][2];
+            }
+            int64_t v = m / 16, mb = v / WN_NV, v0;
+            int nv = wn_block(j, mb, &v0);
+            for (int p = 0; p < 16; p++) {
+                float *o = j->wt + p * C * j->Mp + mb * WN_NV * 16 * C; /* block mb starts after 3 mb full blocks */
+                o[c * nv * 16 + (m - v0 * 16)] = u[p];
+            }
+        }
+}
+
+/* Step 1: tiles [t0, t0 + nt) of image n (row-major; past the image: 0). */
+__attribute__((target("avx512f"))) static void wn_input(const wn_job *j, int64_t n, int64_t t0, int64_t nt, float *u)
+{
+    const int64_t W = j->W, C = j->C, ps = j->us;
+    const float *xn = j->x + n * j->H * W * C;
+    for (int64_t t = 0; t < nt; t++) {
+        int64_t tile = t0 + t, ti = tile / j->TW, tj = tile % j->TW;
+        int64_t r0 = 2 * ti - j->pt, c0 = 2 * tj - j->pl;
+        int in_img = ti < j->TH;
+        int ok[4][4];
+        for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 4; b++)
+                ok[a][b] = in_img && r0 + a >= 0 && r0 + a < j->H && c0 + b >= 0 && c0 + b < W;
+        float *o = u + t * j->Cp;
+        for (int64_t cv = 0; cv < j->Cp; cv += 16) {
+            __mmask16 cm = (__mmask16)(C - cv >= 16 ? 0xFFFF : ((1u << (C - cv)) - 1));
+            const float *p = xn + (r0 * W + c0) * C + cv;
+            __m512 d[4][4];
+            _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++)
+            {
+                _Pragma("GCC unroll 4") for (int b = 0; b < 4; b++) d[a][b] =
+                    _mm512_maskz_loadu_ps(ok[a][b] ? cm : 0, p + (a * W + b) * C);
+            }
+            _Pragma("GCC unroll 4") for (int b = 0; b < 4; b++)
+            {
+                __m512 s0 = _mm512_sub_ps(d[0][b], d[2][b]), s1 = _mm512_add_ps(d[1][b], d[2][b]);
+                __m512 s2 = _mm512_sub_ps(d[2][b], d[1][b]), s3 = _mm512_sub_ps(d[1][b], d[3][b]);
+                d[0][b] = s0, d[1][b] = s1, d[2][b] = s2, d[3][b] = s3;
+            }
+            _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++)
+            {
+                _mm512_storeu_ps(o + (4 * a + 0) * ps + cv, _mm512_sub_ps(d[a][0], d[a][2]));
+                _mm512_storeu_ps(o + (4 * a + 1) * ps + cv, _mm512_add_ps(d[a][1], d[a][2]));
+                _mm512_storeu_ps(o + (4 * a + 2) * ps + cv, _mm512_sub_ps(d[a][2], d[a][1]));
+                _mm512_storeu_ps(o + (4 * a + 3) * ps + cv, _mm512_sub_ps(d[a][1], d[a][3]));
+            }
+        }
+    }
+}
+
+/* Step 2 for one position: WN_MR tiles (rows of u, ldu floats apart) by NV
+ * vectors of output channels (wm: C rows of NV 16) into v (ldv). */
+#define WN_GEMM(NV)                                                                                                   \
+    __attribute__((target("avx512f"))) static void wn_gemm_##NV(const float *u, int64_t ldu, const float *wm,         \
+                                                                 int64_t C, float *v, int64_t ldv)                    \
+    {                                                                                                                 \
+        __m512 acc[WN_MR][NV];                                                                                        \
+        _Pragma("GCC unroll 8") for (int r = 0; r < WN_MR; r++)                                                      \
+        {                                                                                                             \
+            _Pragma("GCC unroll 4") for (int q = 0; q < NV; q++) acc[r][q] = _mm512_setzero_ps();                    \
+        }                                                                                                             \
+        for (int64_t c = 0; c < C; c++, wm += NV * 16) {                                                              \
+            __m512 b[NV];                                                                                             \
+            _Pragma("GCC unroll 4") for (int q = 0; q < NV; q++) b[q] = _mm512_loadu_ps(wm + 16 * q);                \
+            _Pragma("GCC unroll 8") for (int r = 0; r < WN_MR; r++)                                                  \
+            {                                                                                                         \
+                __m512 a = _mm512_set1_ps(u[r * ldu + c]);                                                            \
+                _Pragma("GCC unroll 4") for (int q = 0; q < NV; q++) acc[r][q] = _mm512_fmadd_ps(a, b[q], acc[r][q]); \
+            }                                                                                                         \
+        }                                                                                                             \
+        _Pragma("GCC unroll 8") for (int r = 0; r < WN_MR; r++)                                                      \
+        {                                                                                                             \
+            _Pragma("GCC unroll 4") for (int q = 0; q < NV; q++) _mm512_storeu_ps(v + r * ldv + 16 * q, acc[r][q]); \
+        }                                                                                                             \
+    }
+
+WN_GEMM(1)
+WN_GEMM(2)
+WN_GEMM(3)
+
+typedef void (*wn_gemm_fn)(const float *, int64_t, const float *, int64_t, float *, int64_t);
+static const wn_gemm_fn wn_gemms[WN_NV] = {wn_gemm_1, wn_gemm_2, wn_gemm_3};
+
+/* Step 3 (act, res constants where inlined): tiles [t0, t0 + nt) of image n. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+wn_output_as(const wn_job *j, const float *vv, int64_t n, int64_t t0, int64_t nt, int act, int res)
+{
+    const __m512 aa = _mm512_set1_ps(j->aa), ab = _mm512_set1_ps(j->ab);
+    const int64_t M = j->M, OW = j->OW, ps = j->vs;
+    for (int64_t t = 0; t < nt; t++) {
+        int64_t tile = t0 + t, ti = tile / j->TW, tj = tile % j->TW;
+        if (ti >= j->TH) break;
+        int rows = (int)BD_MIN((int64_t)2, j->OH - 2 * ti), cols = (int)BD_MIN((int64_t)2, OW - 2 * tj);
+        int64_t o0 = ((n * j->OH + 2 * ti) * OW + 2 * tj) * M;
+        for (int64_t mv = 0; mv < j->Mp; mv += 16) {
+            __mmask16 k = (__mmask16)(M - mv >= 16 ? 0xFFFF : ((1u << (M - mv)) - 1));
+            const float *q = vv + t * j->Mp + mv;
+            const __m512 bias = j->bias ? _mm512_maskz_loadu_ps(k, j->bias + mv) : _mm512_setzero_ps();
+#define WN_COL(b, t0_, t1_)                                                                                           \
+    __m512 t0_, t1_;                                                                                                  \
+    do {                                                                                                              \
+        __m512 x0 = _mm512_loadu_ps(q + (b) * ps), x1 = _mm512_loadu_ps(q + (4 + (b)) * ps);                          \
+        __m512 x2 = _mm512_loadu_ps(q + (8 + (b)) * ps), x3 = _mm512_loadu_ps(q + (12 + (b)) * ps);                   \
+        t0_ = _mm512_add_ps(_mm512_add_ps(x0, x1), x2), t1_ = _mm512_sub_ps(_mm512_sub_ps(x1, x2), x3);               \
+    } while (0)
+            WN_COL(0, e0, f0);
+            WN_COL(1, e1, f1);
+            WN_COL(2, e2, f2);
+            WN_COL(3, e3, f3);
+#undef WN_COL
+            __m512 y[2][2];
+            y[0][0] = _mm512_add_ps(_mm512_add_ps(e0, e1), e2), y[0][1] = _mm512_sub_ps(_mm512_sub_ps(e1, e2), e3);
+            y[1][0] = _mm512_add_ps(_mm512_add_ps(f0, f1), f2), y[1][1] = _mm512_sub_ps(_mm512_sub_ps(f1, f2), f3);
+            _Pragma("GCC unroll 2") for (int r = 0; r < 2; r++)
+            {
+                _Pragma("GCC unroll 2") for (int c = 0; c < 2; c++)
+                {
+                    if (r >= rows || c >= cols) continue;
+                    int64_t off = o0 + (r * OW + c) * M + mv;
+                    _mm512_mask_storeu_ps(j->y + off, k,
+                                          pg_epi16(y[r][c], bias, res ? j->z + off : NULL, k, act, aa, ab, res));
+                }
+            }
+        }
+    }
+}
+
+__attribute__((target("avx512f"))) static void wn_output(const wn_job *j, const float *vv, int64_t n, int64_t t0,
+                                                         int64_t nt)
+{
+    if (j->res == BD_RES_NONE && j->act == BD_ACT_NONE) wn_output_as(j, vv, n, t0, nt, BD_ACT_NONE, BD_RES_NONE);
+    else if (j->res == BD_RES_NONE && j->act == BD_ACT_RELU) wn_output_as(j, vv, n, t0, nt, BD_ACT_RELU, BD_RES_NONE);
+    else wn_output_as(j, vv, n, t0, nt, j->act, j->res);
+}
+
+static void wn_tasks(void *ctx, int64_t wi, int64_t tb, int64_t te)
+{
+    const wn_job *j = ctx;
+    float *u = j->scratch + wi * j->per_worker, *v = u + 16 * j->us;
+    for (int64_t task = tb; task < te; task++) {
+        int64_t n = task / j->nchunks, t0 = (task % j->nchunks) * j->chunk;
+        int64_t nt = BD_MIN(j->chunk, BD_CEIL_DIV(j->TH * j->TW - t0, (int64_t)WN_MR) * WN_MR);
+        wn_input(j, n, t0, nt, u);
+        for (int p = 0; p < 16; p++) {
+            const float *up = u + p * j->us, *wp = j->wt + p * j->C * j->Mp;
+            float *vp = v + p * j->vs;
+            for (int64_t mb = 0; mb < j->nmb; mb++) {
+                int64_t v0;
+                int nv = wn_block(j, mb, &v0);
+                for (int64_t t = 0; t < nt; t += WN_MR)
+                    wn_gemms[nv - 1](up + t * j->Cp, j->Cp, wp + mb * WN_NV * 16 * j->C, j->C, vp + t * j->Mp + v0 * 16,
+                                     j->Mp);
+            }
+        }
+        wn_output(j, v, n, t0, nt);
+    }
+}
+
+#define WN_MIN_C 8   /* input channels from which the products outweigh the transforms */
+#define WN_MIN_M 16  /* output channels likewise */
+
+int bd_conv_wino_nhwc(const bd_kernel *k, const bd_conv_geom *g)
+{
+    const bd_conv_params *pa = k->node->params;
+    if (!atomic_load_explicit(&wino_on, memory_order_relaxed) || bd_cpu_vec_level() < 2) return 0;
+    if (g->nsp != 2 || g->group != 1 || pa->x_nchw || g->k[0] != 3 || g->k[1] != 3 || g->s[0] != 1 ||
+        g->s[1] != 1 || g->d[0] != 1 || g->d[1] != 1 || g->c_in < WN_MIN_C || g->c_out < WN_MIN_M ||
+        g->n * g->y[0] * g->y[1] < WG_MIN_PIXELS)
+        return 0;
+    wn_job j = {0};
+    j.x = k->in[0].data;
+    j.bias = k->n_in > 2 && k->in[2].data ? k->in[2].data : NULL;
+    j.z = pa->res != BD_RES_NONE && k->n_in > 3 ? k->in[3].data : NULL;
+    j.y = k->out[0].data;
+    j.H = g->x[0], j.W = g->x[1], j.C = g->c_in, j.M = g->c_out, j.OH = g->y[0], j.OW = g->y[1];
+    j.pt = g->pb[0], j.pl = g->pb[1];
+    j.TH = BD_CEIL_DIV(j.OH, (int64_t)2), j.TW = BD_CEIL_DIV(j.OW, (int64_t)2);
+    j.Cp = BD_CEIL_DIV(j.C, (int64_t)16) * 16, j.Mp = BD_CEIL_DIV(j.M, (int64_t)16) * 16;
+    j.nmv = j.Mp / 16, j.nmb = BD_CEIL_DIV(j.nmv, (int64_t)WN_NV);
+    j.act = pa->act, j.res = j.z ? pa->res : BD_RES_NONE, j.aa = pa->act_a, j.ab = pa->act_b;
+    if (j.TH * j.TW == 0 || g->n == 0) return 0;
+    /* a chunk: whole GEMM tiles, U and V within WG_SCRATCH, about 4 tasks a thread */
+    int64_t per_tile = 16 * (j.Cp + j.Mp) * (int64_t)sizeof(float), th = BD_MAX(k->threads, 1);
+    int64_t tiles = j.TH * j.TW, fit = BD_MAX((int64_t)WN_MR, (int64_t)WG_SCRATCH / per_tile / WN_MR * WN_MR);
+    int64_t want = BD_CEIL_DIV(tiles * g->n, 4 * th);
+    j.chunk = BD_MIN(fit, BD_MAX((int64_t)WN_MR, BD_CEIL_DIV(want, (int64_t)WN_MR) * WN_MR));
+    j.chunk = BD_MIN(j.chunk, BD_CEIL_DIV(tiles, (int64_t)WN_MR) * WN_MR);
+    j.nchunks = BD_CEIL_DIV(tiles, j.chunk);
+    j.us = wg_pos_stride(j.chunk, j.Cp / 16), j.vs = wg_pos_stride(j.chunk, j.Mp / 16);
+    j.per_worker = 16 * (j.us + j.vs);
+    int64_t tasks = g->n * j.nchunks, work = g->n * j.M * j.C * j.OH * j.OW * 4;
+    int64_t workers = BD_MAX((int64_t)1, BD_MIN(BD_MIN(th, tasks), work / WG_MIN_WORK));
+    j.wt = bd_malloc((size_t)(16 * j.C * j.Mp) * sizeof(float));
+    j.scratch = bd_malloc((size_t)(workers * j.per_worker) * sizeof(float));
+    if (!j.wt || !j.scratch) {
+        bd_free(j.wt);
+        bd_free(j.scratch);
+        return -1;
+    }
+    memset(j.wt, 0, (size_t)(16 * j.C * j.Mp) * sizeof(float));
+    wn_weights(&j, k->in[1].data, pa->w_panel);
+    bd_parallel_claim((int)workers, tasks, 1, wn_tasks, &j);
+    bd_free(j.wt);
+    bd_free(j.scratch);
+    return 1;
+}
 #else
 void bd_conv_wino_enable(int on) { (void)on; }
 
 int bd_conv_wino(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
 {
     (void)k, (void)g, (void)w;
+    return 0;
+}
+
+int bd_conv_wino_nhwc(const bd_kernel *k, const bd_conv_geom *g)
+{
+    (void)k, (void)g;
     return 0;
 }
 #endif
