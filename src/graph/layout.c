@@ -91,6 +91,7 @@ typedef struct lay {
     int *nhv;             /* per value of g: its NHWC version in f, -1 */
     int *hwio;            /* per value of g: a Conv weight stored (KH, KW, C/group, M) in f, -1 */
     int *pan;             /* ... and stored in panels (one-group Convs, bd_conv_panel_width), -1 */
+    const float **wino;   /* per value of g: a Conv weight's Winograd transform (bd_conv_wino_weights), NULL */
     int n_conv;           /* conversions made */
 } lay;
 
@@ -469,6 +470,38 @@ static int permuted_list(lay *L, int v)
     return w;
 }
 
+/* An NHWC Conv n (params p, W now value wf of f) that the Winograd kernel
+ * would take (backend/cpu/ops/convwino.c: one group, 3x3, stride 1,
+ * dilation 1, NHWC input, bd_conv_wino_planned_pays) on a CPU with
+ * AVX-512 gets its weights transformed now, once per W, instead of on every
+ * call (p->w_wino). */
+static braid_status plan_wino(lay *L, const bd_node *n, bd_conv_params *p, int wf, bd_err *e)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    int w = n->in[1];
+    const bd_tensor *wt = val(L, w), *yt = val(L, n->out[0]);
+    int unit = 1;
+    for (int k = 0; k < p->n_strides; k++) unit &= p->strides[k] == 1;
+    for (int k = 0; k < p->n_dilations; k++) unit &= p->dilations[k] == 1;
+    if (!unit || p->group != 1 || p->x_nchw || wt->dtype != BRAID_DTYPE_FLOAT || wt->rank != 4 || wt->dims[2] != 3 ||
+        wt->dims[3] != 3 || yt->rank != 4 ||
+        !bd_conv_wino_planned_pays(wt->dims[1], wt->dims[0], yt->dims[0] * yt->dims[2] * yt->dims[3]) ||
+        !__builtin_cpu_supports("avx512f"))
+        return BRAID_OK;
+    if (!L->wino[w]) {
+        float *t = own(L->o, bd_malloc((size_t)bd_conv_wino_floats(wt->dims[1], wt->dims[0]) * sizeof *t));
+        if (!t) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
+        bd_conv_wino_weights(wt->data, 0, 0, wt->dims[1], wt->dims[0], t);
+        L->wino[w] = t;
+    }
+    p->w_wino = L->wino[w];
+    p->w_wino_of = L->f->values[wf].data;
+#else
+    (void)L, (void)n, (void)p, (void)wf, (void)e;
+#endif
+    return BRAID_OK;
+}
+
 /* Appends node n rewritten to run in NHWC, then the conversions back of
  * its outputs that are read in NCHW. */
 static braid_status emit_nhwc(lay *L, int i, bd_err *e)
@@ -501,6 +534,7 @@ static braid_status emit_nhwc(lay *L, int i, bd_err *e)
         p->layout = BD_LAYOUT_NHWC;
         p->x_nchw = L->xnchw[i];
         p->w_panel = pw;
+        BD_TRY(plan_wino(L, n, p, in[1], e));
         params = p;
     } else if (kind == K_POOL) {
         bd_pool_params *p = own(L->o, bd_malloc(sizeof *p));
@@ -562,8 +596,9 @@ braid_status bd_inst_layout(bd_inst *x, const bd_tensor *inputs, bd_err *e)
     L.nhv = bd_malloc(((size_t)nv + 1) * sizeof *L.nhv);
     L.hwio = bd_malloc(((size_t)nv + 1) * sizeof *L.hwio);
     L.pan = bd_malloc(((size_t)nv + 1) * sizeof *L.pan);
+    L.wino = bd_calloc((size_t)nv + 1, sizeof *L.wino);
     BD_CHECK_ALLOC(e, L.mode && L.xnchw && L.ban && L.nh && L.back && L.cv && L.cv0 && L.nh_reads && L.up && L.rflag && L.nhv && L.hwio &&
-                          L.pan);
+                          L.pan && L.wino);
     /* Rounds until nothing changes: a value converted for one reader is
      * available in NHWC to the others in the next round. */
     for (int round = 0; round < 16; round++) {
@@ -648,5 +683,6 @@ fail:
     bd_free(L.nhv);
     bd_free(L.hwio);
     bd_free(L.pan);
+    bd_free(L.wino);
     return st;
 }

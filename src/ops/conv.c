@@ -225,6 +225,35 @@ braid_status bd_conv_infer(const bd_node *n, const bd_tensor *in, bd_tensor *out
     return BRAID_OK;
 }
 
+void bd_conv_wino_weights(const float *w, int form, int64_t pw, int64_t c_in, int64_t m_out, float *out)
+{
+    int64_t C = c_in, M = m_out, Mp = (M + 15) / 16 * 16, nmv = Mp / 16;
+    memset(out, 0, (size_t)bd_conv_wino_floats(C, M) * sizeof *out);
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t c = 0; c < C; c++) {
+            float g[9], t[4][3], u[16];
+            for (int r = 0; r < 9; r++) {
+                int64_t row = r * C + c; /* (kh, kw, c) in the (3, 3, C, M) forms */
+                g[r] = form == 0 ? w[(m * C + c) * 9 + r] : w[pw ? bd_conv_panel_at(pw, M, 9 * C, row, m) : row * M + m];
+            }
+            for (int q = 0; q < 3; q++) { /* G g: G's rows (1,0,0), (1/2,1/2,1/2), (1/2,-1/2,1/2), (0,0,1) */
+                t[0][q] = g[q];
+                t[1][q] = 0.5f * (g[q] + g[3 + q] + g[6 + q]);
+                t[2][q] = 0.5f * (g[q] - g[3 + q] + g[6 + q]);
+                t[3][q] = g[6 + q];
+            }
+            for (int i = 0; i < 4; i++) { /* (G g) G^T */
+                u[i * 4 + 0] = t[i][0];
+                u[i * 4 + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+                u[i * 4 + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+                u[i * 4 + 3] = t[i][2];
+            }
+            int64_t mb = m / 16 / BD_WINO_NV, v0 = mb * BD_WINO_NV;
+            int64_t nv = nmv - v0 < BD_WINO_NV ? nmv - v0 : BD_WINO_NV;
+            for (int p = 0; p < 16; p++) out[p * C * Mp + v0 * 16 * C + c * nv * 16 + (m - v0 * 16)] = u[p];
+        }
+}
+
 double bd_conv_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out)
 {
     const bd_conv_params *p = n->params;

@@ -89,6 +89,12 @@ typedef struct bd_conv_params {
      * block of channels reads W in one sequential run (bd_conv_panel_at). */
     int layout, x_nchw;
     int64_t w_panel;
+    /* Set by the layout pass for a constant W of an NHWC Conv the Winograd
+     * kernel may take (one group, 3x3, stride 1, dilation 1): W transformed
+     * as bd_conv_wino_weights writes it, owned by the plan; valid only while
+     * the node's W input is w_wino_of's data. Else NULL. */
+    const float *w_wino;
+    const void *w_wino_of;
 } bd_conv_params;
 
 /* The panel width the layout pass gives an NHWC Conv of M output channels
@@ -107,6 +113,27 @@ static inline int64_t bd_conv_panel_at(int64_t pw, int64_t m_total, int64_t kk_c
 {
     int64_t q = m / pw, w = m_total - q * pw < pw ? m_total - q * pw : pw;
     return q * pw * kk_c + r * w + (m - q * pw);
+}
+
+/* Winograd F(2x2, 3x3) weights, as the NHWC kernel (backend/cpu/ops/
+ * convwino.c) reads them: G g G^T (4x4) of each 3x3 kernel g, stored as
+ * [16 positions][blocks of BD_WINO_NV vectors of 16 output channels (the
+ * last block narrower)][C][block width], M padded with zeros to a multiple
+ * of 16: bd_conv_wino_floats(C, M) floats. W is one group's (M, C, 3, 3)
+ * (form 0), or (3, 3, C, M) (form 1), or that in panels of pw output
+ * channels (form 1, pw > 0; bd_conv_panel_at). */
+#define BD_WINO_NV 3
+static inline int64_t bd_conv_wino_floats(int64_t c, int64_t m) { return 16 * c * ((m + 15) / 16 * 16); }
+void bd_conv_wino_weights(const float *w, int form, int64_t pw, int64_t c, int64_t m, float *out);
+/* Whether the Winograd kernel runs an NHWC Conv (3x3, stride 1, one group)
+ * whose weights were transformed when the plan was made: C input and M
+ * output channels, N OH OW outputs per channel. Measured on the Xeon
+ * (2 threads, against the implicit GEMM): 48->64 on 28x28 0.56x the time,
+ * 128->128 on 10x10 0.68x, 384->384 on 13x13 0.95x; 32->32 on 16x16
+ * (2.4M multiply-adds) 1.4x, so small ones stay on the GEMM. */
+static inline int bd_conv_wino_planned_pays(int64_t c, int64_t m, int64_t outputs)
+{
+    return c >= 8 && m >= 16 && outputs >= 64 && 9 * c * m * outputs >= ((int64_t)1 << 23);
 }
 
 /* The resolved geometry of one Conv or ConvTranspose call. Spatial arrays

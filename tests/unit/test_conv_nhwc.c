@@ -11,7 +11,8 @@
  * (the layout pass's w_panel), K chunks of whole taps and of a tap's
  * channels, bit for bit against W in place; the Winograd F(2x2, 3x3)
  * kernel (ops/convwino.c) on 3x3 stride-1 cases, and against the implicit
- * GEMM with it turned off (not the same bits: it ran). Tolerance: 1e-4 absolute + 1e-4 relative, for
+ * GEMM with it turned off (not the same bits: it ran), with the weights
+ * transformed per call or ahead (w_wino). Tolerance: 1e-4 absolute + 1e-4 relative, for
  * float sums of up to a few thousand N(0,1) products against double. */
 #include <math.h>
 #include <stdio.h>
@@ -70,6 +71,9 @@ static void naive(const ncase *c, const float *x, const float *w, const float *b
 
 /* The panel width conv_run gives W (one group only): 0, W as (KH, KW, C, M). */
 static int64_t g_panel = 0;
+/* 1: conv_run transforms W for Winograd as the layout pass does (w_wino);
+ * 2: the same, but for another W (w_wino_of elsewhere: must be ignored). */
+static int g_plan_wino = 0;
 
 /* Runs case c as an NHWC node at level lvl on `threads` threads; returns the
  * output (malloc'ed, NaN-filled first so that a skipped element shows). */
@@ -102,6 +106,13 @@ static float *conv_run(const ncase *c, const float *x, const float *w, const flo
         in[1].data = wpan;
         pa->w_panel = g_panel;
     }
+    float *wino = NULL;
+    if (g_plan_wino && c->group == 1 && c->k[0] == 3 && c->k[1] == 3) {
+        wino = malloc((size_t)bd_conv_wino_floats(c->c, c->m) * sizeof *wino);
+        bd_conv_wino_weights(in[1].data, 1, pa->w_panel, c->c, c->m, wino);
+        pa->w_wino = wino;
+        pa->w_wino_of = g_plan_wino == 1 ? in[1].data : (const void *)x;
+    }
     CHECK_EQ_INT(bd_numel(&out), numel_y(c));
     CHECK_EQ_INT(out.dims[3], c->m);
     int64_t ny = numel_y(c);
@@ -115,6 +126,7 @@ static float *conv_run(const ncase *c, const float *x, const float *w, const flo
     CHECK_EQ_INT(bd_cpu_conv(&k), BRAID_OK);
     bd_cpu_vec_cap(2);
     free(wpan);
+    free(wino);
     bd_free(t.n.params);
     t.n.params = NULL;
     return y;
@@ -351,11 +363,53 @@ static void test_winograd_ran(void)
     CHECK_EQ_INT(ran, 4);
 }
 
+/* Weights transformed ahead (w_wino, as the layout pass stores them): a
+ * 128->128 3x3 on 10x10, under the threshold of the per-call transform but
+ * over bd_conv_wino_planned_pays, runs Winograd only then (other bits than
+ * without, both within tolerance); a case that runs Winograd either way
+ * gives the same bits planned or not, in panels too; w_wino of another W
+ * is ignored. */
+static void test_winograd_planned(void)
+{
+    const ncase small = {1, 128, 128, 1, {10, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 0, "winograd planned 10x10"};
+    const ncase *big = NULL;
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
+        if (strcmp(cases[ci].what, "winograd 9->100 (3 + 3 + 1 vectors), asymmetric") == 0) big = &cases[ci];
+    CHECK(big != NULL);
+    CHECK(!bd_conv_wino_planned_pays(32, 32, 16 * 16)); /* 2.4M multiply-adds: the GEMM */
+    CHECK(bd_conv_wino_planned_pays(128, 128, 100));
+    unsigned seed = 41;
+    for (int which = 0; which < 2 && big; which++) {
+        const ncase *c = which ? big : &small;
+        int64_t ny = numel_y(c);
+        float *x = randn(numel_x(c), &seed), *w = randn(numel_w(c), &seed), *b = randn(c->m, &seed);
+        float *ref = malloc((size_t)ny * sizeof *ref);
+        naive(c, x, w, b, NULL, BD_ACT_NONE, 0, 0, BD_RES_NONE, ref);
+        float *plain = conv_run(c, x, w, b, NULL, BD_ACT_NONE, 0, 0, BD_RES_NONE, 2, 2);
+        g_plan_wino = 1;
+        float *planned = conv_run(c, x, w, b, NULL, BD_ACT_NONE, 0, 0, BD_RES_NONE, 2, 2);
+        g_panel = 48;
+        float *paneled = conv_run(c, x, w, b, NULL, BD_ACT_NONE, 0, 0, BD_RES_NONE, 2, 2);
+        g_panel = 0;
+        g_plan_wino = 2;
+        float *other = conv_run(c, x, w, b, NULL, BD_ACT_NONE, 0, 0, BD_RES_NONE, 2, 2);
+        g_plan_wino = 0;
+        size_t nb = (size_t)ny * sizeof(float);
+        CHECK_EQ_INT(count_bad(planned, ref, ny), 0);
+        CHECK_EQ_INT(count_bad(plain, ref, ny), 0);
+        CHECK_EQ_INT(memcmp(planned, plain, nb) == 0, which); /* small: Winograd only when planned */
+        CHECK(memcmp(paneled, planned, nb) == 0);
+        CHECK(memcmp(other, plain, nb) == 0);
+        free(x), free(w), free(b), free(ref), free(plain), free(planned), free(paneled), free(other);
+    }
+}
+
 int main(void)
 {
     (void)run, (void)done; /* optest.h's harness: these tests call the kernel themselves */
     test_cases_vs_naive();
     test_winograd_ran();
+    test_winograd_planned();
     test_epilogues();
     test_threads_bitwise();
     test_panels();

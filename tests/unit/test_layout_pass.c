@@ -6,7 +6,9 @@
  * input is read in NCHW directly, that plans without the pass are untouched,
  * and that every output of a session with the pass matches the same session
  * without it (NCHW kernels, checked against onnxruntime elsewhere) within
- * 1e-5 + 1e-4 relative, bitwise the same for 1 and 2 threads. */
+ * 1e-5 + 1e-4 relative, bitwise the same for 1 and 2 threads; and that a
+ * 3x3 stride-1 NHWC Conv gets its weights transformed for Winograd once, at
+ * plan time. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,6 +184,24 @@ static void model_first(mb *b, mb_model *mm)
     init_rand(b, g, "W", 4, w, 11);
     conv(b, g, "x,W", "c", 3, 2, 1, 1);
     mb_node(b, g, "Relu", "c", "y", "relu");
+    mb_output(b, g, "y", F, 4, yd);
+    mb_model_init(b, mm, g, 18);
+}
+
+/* Model "wino": x (1, 16, 36, 36) -> Conv 1x1 16->32 + Relu -> Conv 3x3
+ * 32->48 + bias -> y: the 3x3 gets its weights transformed for Winograd
+ * when the plan is made (w_wino), the 1x1 does not. */
+static void model_wino(mb *b, mb_model *mm)
+{
+    Onnx__GraphProto *g = mb_graph(b, "wino");
+    int64_t xd[4] = {1, 16, 36, 36}, w1[4] = {32, 16, 1, 1}, w2[4] = {48, 32, 3, 3}, b2[1] = {48}, yd[4] = {1, 48, 36, 36};
+    mb_input(b, g, "x", F, 4, xd);
+    init_rand(b, g, "Wa", 4, w1, 21);
+    init_rand(b, g, "Wb", 4, w2, 22);
+    init_rand(b, g, "Bb", 1, b2, 23);
+    conv(b, g, "x,Wa", "ca", 1, 1, 0, 1);
+    mb_node(b, g, "Relu", "ca", "ra", "ra");
+    conv(b, g, "ra,Wb,Bb", "y", 3, 1, 1, 1);
     mb_output(b, g, "y", F, 4, yd);
     mb_model_init(b, mm, g, 18);
 }
@@ -424,6 +444,35 @@ int main(void)
         bd_graph_free(&g);
     }
     same_numbers(&b, &mm, xf, 1);
+    mb_free(&b);
+
+    /* wino: the 3x3's W transformed at plan time (on a CPU with AVX-512),
+     * for the data its W input holds; the 1x1's not */
+    int64_t xw[4] = {1, 16, 36, 36};
+    model_wino(&b, &mm);
+    if (!plan_of(&b, &mm, xw, 1, &text, &p, &g)) {
+        int seen = 0;
+        for (int i = 0; i < p.n_live; i++) {
+            const bd_node *n = p.inst.node[p.live[i]];
+            if (n->op != BD_OP_Conv) continue;
+            const bd_conv_params *cp = n->params;
+            CHECK_EQ_INT(cp->layout, BD_LAYOUT_NHWC);
+            int three = p.inst.vals[n->in[1]].dims[0] == 3;
+#if defined(__x86_64__)
+            if (three && __builtin_cpu_supports("avx512f")) {
+                CHECK(cp->w_wino != NULL);
+                CHECK(cp->w_wino_of == p.inst.vals[n->in[1]].data);
+            } else
+#endif
+                CHECK(cp->w_wino == NULL);
+            seen += three;
+        }
+        CHECK_EQ_INT(seen, 1);
+        free(text);
+        bd_prepared_free(&p);
+        bd_graph_free(&g);
+    }
+    same_numbers(&b, &mm, xw, 1);
     mb_free(&b);
     return check_done();
 }

@@ -23,7 +23,6 @@
  * Each output is computed from its own tile alone, in a fixed order, so the
  * bits do not depend on the bands or the thread count. */
 #include <stdatomic.h>
-#include <string.h>
 
 #include "backend/cpu/parallel.h"
 #include "convdirect.h"
@@ -339,11 +338,12 @@ int bd_conv_wino(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
  *   then A^T V A, the epilogue, and the 2x2 pixels' stores. */
 
 #define WN_MR 8 /* tiles per GEMM tile */
-#define WN_NV 3 /* vectors of output channels per GEMM tile */
+#define WN_NV BD_WINO_NV /* vectors of output channels per GEMM tile */
 
 typedef struct wn_job {
     const float *x, *bias, *z;
-    float *y, *wt; /* wt: [pos][mblock][c][nv 16] */
+    float *y;
+    const float *wt; /* bd_conv_wino_weights' layout */
     float *scratch;
     int64_t H, W, C, M, OH, OW, pt, pl, TH, TW, Cp, Mp, nmv, nmb;
     int64_t chunk, nchunks, per_worker, us, vs; /* us, vs: floats per position in U and V */
@@ -351,44 +351,11 @@ typedef struct wn_job {
     float aa, ab;
 } wn_job;
 
-/* Output-channel block mb: vectors [3 mb, 3 mb + nv). */
+/* Output-channel block mb: vectors [3 mb, 3 mb + nv) (bd_conv_wino_weights' blocks). */
 static int wn_block(const wn_job *j, int64_t mb, int64_t *v0)
 {
     *v0 = mb * WN_NV;
     return (int)BD_MIN((int64_t)WN_NV, j->nmv - *v0);
-}
-
-/* G g G^T of W (KH, KW, C, M), or its panels of pw channels, into
- * wt[pos][mb][c][nv 16] (0 past M). */
-static void wn_weights(const wn_job *j, const float *w, int64_t pw)
-{
-    int64_t C = j->C, M = j->M, kkc = 9 * C;
-    for (int64_t m = 0; m < M; m++)
-        for (int64_t c = 0; c < C; c++) {
-            float g[9], t[4][3], u[16];
-            for (int r = 0; r < 9; r++) {
-                int64_t row = r * C + c;
-                g[r] = w[pw ? bd_conv_panel_at(pw, M, kkc, row, m) : row * M + m];
-            }
-            for (int q = 0; q < 3; q++) {
-                t[0][q] = g[q];
-                t[1][q] = 0.5f * (g[q] + g[3 + q] + g[6 + q]);
-                t[2][q] = 0.5f * (g[q] - g[3 + q] + g[6 + q]);
-                t[3][q] = g[6 + q];
-            }
-            for (int i = 0; i < 4; i++) {
-                u[i * 4 + 0] = t[i][0];
-                u[i * 4 + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
-                u[i * 4 + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
-                u[i * 4 + 3] = t[i][2];
-            }
-            int64_t v = m / 16, mb = v / WN_NV, v0;
-            int nv = wn_block(j, mb, &v0);
-            for (int p = 0; p < 16; p++) {
-                float *o = j->wt + p * C * j->Mp + mb * WN_NV * 16 * C; /* block mb starts after 3 mb full blocks */
-                o[c * nv * 16 + (m - v0 * 16)] = u[p];
-            }
-        }
 }
 
 /* Step 1: tiles [t0, t0 + nt) of image n (row-major; past the image: 0). */
@@ -546,9 +513,11 @@ int bd_conv_wino_nhwc(const bd_kernel *k, const bd_conv_geom *g)
 {
     const bd_conv_params *pa = k->node->params;
     if (!atomic_load_explicit(&wino_on, memory_order_relaxed) || bd_cpu_vec_level() < 2) return 0;
+    int planned = pa->w_wino && pa->w_wino_of == k->in[1].data;
+    int64_t outputs = g->n * g->y[0] * g->y[1];
     if (g->nsp != 2 || g->group != 1 || pa->x_nchw || g->k[0] != 3 || g->k[1] != 3 || g->s[0] != 1 ||
         g->s[1] != 1 || g->d[0] != 1 || g->d[1] != 1 || g->c_in < WN_MIN_C || g->c_out < WN_MIN_M ||
-        g->n * g->y[0] * g->y[1] < WG_MIN_PIXELS)
+        !(planned ? bd_conv_wino_planned_pays(g->c_in, g->c_out, outputs) : outputs >= WG_MIN_PIXELS))
         return 0;
     wn_job j = {0};
     j.x = k->in[0].data;
@@ -573,17 +542,17 @@ int bd_conv_wino_nhwc(const bd_kernel *k, const bd_conv_geom *g)
     j.per_worker = 16 * (j.us + j.vs);
     int64_t tasks = g->n * j.nchunks, work = g->n * j.M * j.C * j.OH * j.OW * 4;
     int64_t workers = BD_MAX((int64_t)1, BD_MIN(BD_MIN(th, tasks), work / WG_MIN_WORK));
-    j.wt = bd_malloc((size_t)(16 * j.C * j.Mp) * sizeof(float));
+    float *wt = planned ? NULL : bd_malloc((size_t)bd_conv_wino_floats(j.C, j.M) * sizeof(float));
     j.scratch = bd_malloc((size_t)(workers * j.per_worker) * sizeof(float));
-    if (!j.wt || !j.scratch) {
-        bd_free(j.wt);
+    if ((!planned && !wt) || !j.scratch) {
+        bd_free(wt);
         bd_free(j.scratch);
         return -1;
     }
-    memset(j.wt, 0, (size_t)(16 * j.C * j.Mp) * sizeof(float));
-    wn_weights(&j, k->in[1].data, pa->w_panel);
+    if (!planned) bd_conv_wino_weights(k->in[1].data, 1, pa->w_panel, j.C, j.M, wt);
+    j.wt = planned ? pa->w_wino : wt;
     bd_parallel_claim((int)workers, tasks, 1, wn_tasks, &j);
-    bd_free(j.wt);
+    bd_free(wt);
     bd_free(j.scratch);
     return 1;
 }
