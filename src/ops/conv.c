@@ -248,8 +248,8 @@ void bd_conv_wino_weights(const float *w, int form, int64_t pw, int64_t c_in, in
                 u[i * 4 + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
                 u[i * 4 + 3] = t[i][2];
             }
-            int64_t mb = m / 16 / BD_WINO_NV, v0 = mb * BD_WINO_NV;
-            int64_t nv = nmv - v0 < BD_WINO_NV ? nmv - v0 : BD_WINO_NV;
+            int64_t mb = 0, v0 = 0, nv = bd_conv_wino_block(nmv, 0, &v0);
+            while (m / 16 >= v0 + nv) nv = bd_conv_wino_block(nmv, ++mb, &v0);
             for (int p = 0; p < 16; p++) out[p * C * Mp + v0 * 16 * C + c * nv * 16 + (m - v0 * 16)] = u[p];
         }
 }

@@ -117,13 +117,23 @@ static inline int64_t bd_conv_panel_at(int64_t pw, int64_t m_total, int64_t kk_c
 
 /* Winograd F(2x2, 3x3) weights, as the NHWC kernel (backend/cpu/ops/
  * convwino.c) reads them: G g G^T (4x4) of each 3x3 kernel g, stored as
- * [16 positions][blocks of BD_WINO_NV vectors of 16 output channels (the
- * last block narrower)][C][block width], M padded with zeros to a multiple
+ * [16 positions][blocks of up to BD_WINO_NV vectors of 16 output channels
+ * (bd_conv_wino_block)][C][block width], M padded with zeros to a multiple
  * of 16: bd_conv_wino_floats(C, M) floats. W is one group's (M, C, 3, 3)
  * (form 0), or (3, 3, C, M) (form 1), or that in panels of pw output
  * channels (form 1, pw > 0; bd_conv_panel_at). */
 #define BD_WINO_NV 3
 static inline int64_t bd_conv_wino_floats(int64_t c, int64_t m) { return 16 * c * ((m + 15) / 16 * 16); }
+/* Block mb of the nmv vectors of output channels: vectors [*v0, *v0 + nv)
+ * with nv returned; the fewest blocks of at most BD_WINO_NV vectors, as
+ * even as they can be (4 vectors: 2 + 2, not 3 + 1, whose one-vector block
+ * ran at half the speed). */
+static inline int64_t bd_conv_wino_block(int64_t nmv, int64_t mb, int64_t *v0)
+{
+    int64_t nb = (nmv + BD_WINO_NV - 1) / BD_WINO_NV, base = nmv / nb, extra = nmv % nb;
+    *v0 = mb * base + (mb < extra ? mb : extra);
+    return base + (mb < extra);
+}
 void bd_conv_wino_weights(const float *w, int form, int64_t pw, int64_t c, int64_t m, float *out);
 /* Whether the Winograd kernel runs an NHWC Conv (3x3, stride 1, one group)
  * whose weights were transformed when the plan was made: C input and M

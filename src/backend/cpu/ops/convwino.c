@@ -351,12 +351,8 @@ typedef struct wn_job {
     float aa, ab;
 } wn_job;
 
-/* Output-channel block mb: vectors [3 mb, 3 mb + nv) (bd_conv_wino_weights' blocks). */
-static int wn_block(const wn_job *j, int64_t mb, int64_t *v0)
-{
-    *v0 = mb * WN_NV;
-    return (int)BD_MIN((int64_t)WN_NV, j->nmv - *v0);
-}
+/* Output-channel block mb: vectors [*v0, *v0 + nv) (bd_conv_wino_block). */
+static int wn_block(const wn_job *j, int64_t mb, int64_t *v0) { return (int)bd_conv_wino_block(j->nmv, mb, v0); }
 
 /* Step 1: tiles [t0, t0 + nt) of image n (row-major; past the image: 0). */
 __attribute__((target("avx512f"))) static void wn_input(const wn_job *j, int64_t n, int64_t t0, int64_t nt, float *u)
@@ -498,7 +494,7 @@ static void wn_tasks(void *ctx, int64_t wi, int64_t tb, int64_t te)
                 int64_t v0;
                 int nv = wn_block(j, mb, &v0);
                 for (int64_t t = 0; t < nt; t += WN_MR)
-                    wn_gemms[nv - 1](up + t * j->Cp, j->Cp, wp + mb * WN_NV * 16 * j->C, j->C, vp + t * j->Mp + v0 * 16,
+                    wn_gemms[nv - 1](up + t * j->Cp, j->Cp, wp + v0 * 16 * j->C, j->C, vp + t * j->Mp + v0 * 16,
                                      j->Mp);
             }
         }
