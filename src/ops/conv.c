@@ -229,7 +229,8 @@ void bd_conv_wino_weights(const float *w, int form, int64_t pw, int64_t c_in, in
 {
     int64_t C = c_in, M = m_out, Mp = (M + 15) / 16 * 16, nmv = Mp / 16;
     memset(out, 0, (size_t)bd_conv_wino_floats(C, M) * sizeof *out);
-    for (int64_t m = 0; m < M; m++)
+    for (int64_t m = 0, mb = 0, v0 = 0, nv = bd_conv_wino_block(nmv, 0, &v0); m < M; m++) {
+        while (m / 16 >= v0 + nv) nv = bd_conv_wino_block(nmv, ++mb, &v0); /* m's block */
         for (int64_t c = 0; c < C; c++) {
             float g[9], t[4][3], u[16];
             for (int r = 0; r < 9; r++) {
@@ -248,10 +249,9 @@ void bd_conv_wino_weights(const float *w, int form, int64_t pw, int64_t c_in, in
                 u[i * 4 + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
                 u[i * 4 + 3] = t[i][2];
             }
-            int64_t mb = 0, v0 = 0, nv = bd_conv_wino_block(nmv, 0, &v0);
-            while (m / 16 >= v0 + nv) nv = bd_conv_wino_block(nmv, ++mb, &v0);
             for (int p = 0; p < 16; p++) out[p * C * Mp + v0 * 16 * C + c * nv * 16 + (m - v0 * 16)] = u[p];
         }
+    }
 }
 
 double bd_conv_cost(const bd_node *n, const bd_tensor *in, const bd_tensor *out)

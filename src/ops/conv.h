@@ -130,7 +130,7 @@ static inline int64_t bd_conv_wino_floats(int64_t c, int64_t m) { return 16 * c 
  * ran at half the speed). */
 static inline int64_t bd_conv_wino_block(int64_t nmv, int64_t mb, int64_t *v0)
 {
-    int64_t nb = (nmv + BD_WINO_NV - 1) / BD_WINO_NV, base = nmv / nb, extra = nmv % nb;
+    int64_t nb = nmv > 0 ? (nmv + BD_WINO_NV - 1) / BD_WINO_NV : 1, base = nmv / nb, extra = nmv % nb;
     *v0 = mb * base + (mb < extra ? mb : extra);
     return base + (mb < extra);
 }

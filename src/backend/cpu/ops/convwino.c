@@ -1,27 +1,33 @@
-/* convwino.c: Winograd F(2x2, 3x3) for NCHW 2-D convolutions with a 3x3
- * kernel, stride 1 and dilation 1 (AVX-512), called by conv.c before the
- * direct kernel (convdirect.c).
+/* convwino.c: Winograd F(2x2, 3x3) for 2-D convolutions with a 3x3 kernel,
+ * stride 1 and dilation 1 (AVX-512): on NCHW data (bd_conv_wino, called by
+ * conv.c before the direct kernel, convdirect.c) and on NHWC data
+ * (bd_conv_wino_nhwc, called by convnhwc.c before its implicit GEMM).
  *
  * Each 2x2 block of outputs (a tile) reads a 4x4 block of the input d and
  * is Y = A^T [ (G g G^T) .* (B^T d B) ] A: 16 products per input channel
  * where the direct convolution does 36, so the products (a GEMM over the
  * input channels for each of the 16 positions) take 4/9 of the direct
  * kernel's multiply-adds. The transforms use only 0, +-1 and +-1/2, so the
- * rounding stays near the direct sum's (tests: within 1e-5 relative to the
- * magnitude of the terms).
+ * rounding stays near the direct sum's (the tests hold it to 1e-4 absolute
+ * plus relative against a double loop; two_conv_add against onnxruntime:
+ * 1.6e-6 at most on outputs up to 3.5).
  *
- * Tiles lie in vector lanes: 16 tiles of one tile row side by side. A task
- * is a band of tile rows of one (image, group):
+ * NCHW: tiles lie in vector lanes, 16 tiles of one tile row side by side.
+ * A task is a band of tile rows of one (image, group):
  *   1. the input transform writes U[pos][c][tile] for every tile of the band
  *      (masked loads give the zero padding and the image's edges);
  *   2. for each of the 16 positions, V[pos][m][tile] = sum_c Wt[pos][m][c]
  *      U[pos][c][tile], 8 output channels by 3 tile vectors in registers;
  *   3. the output transform turns each tile's 16 V into its 2x2 outputs,
  *      applies the epilogue (bias, residual, activation) and stores them.
- * The weights are transformed once per call (G g G^T, 16 x M x C values).
+ * Its weights are transformed on every call (G g G^T, 16 x M x C values),
+ * so it takes only convolutions of at least WG_MIN_PIXELS outputs.
+ * NHWC: channels in lanes (see the section below); its weights are the
+ * layout pass's (bd_conv_params.w_wino), transformed once per plan, or
+ * transformed per call where the pass did not.
  *
  * Each output is computed from its own tile alone, in a fixed order, so the
- * bits do not depend on the bands or the thread count. */
+ * bits do not depend on the bands, chunks or the thread count. */
 #include <stdatomic.h>
 
 #include "backend/cpu/parallel.h"
