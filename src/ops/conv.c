@@ -232,23 +232,12 @@ void bd_conv_wino_weights(const float *w, int form, int64_t pw, int64_t c_in, in
     for (int64_t m = 0, mb = 0, v0 = 0, nv = bd_conv_wino_block(nmv, 0, &v0); m < M; m++) {
         while (m / 16 >= v0 + nv) nv = bd_conv_wino_block(nmv, ++mb, &v0); /* m's block */
         for (int64_t c = 0; c < C; c++) {
-            float g[9], t[4][3], u[16];
+            float g[9], u[16];
             for (int r = 0; r < 9; r++) {
                 int64_t row = r * C + c; /* (kh, kw, c) in the (3, 3, C, M) forms */
                 g[r] = form == 0 ? w[(m * C + c) * 9 + r] : w[pw ? bd_conv_panel_at(pw, M, 9 * C, row, m) : row * M + m];
             }
-            for (int q = 0; q < 3; q++) { /* G g: G's rows (1,0,0), (1/2,1/2,1/2), (1/2,-1/2,1/2), (0,0,1) */
-                t[0][q] = g[q];
-                t[1][q] = 0.5f * (g[q] + g[3 + q] + g[6 + q]);
-                t[2][q] = 0.5f * (g[q] - g[3 + q] + g[6 + q]);
-                t[3][q] = g[6 + q];
-            }
-            for (int i = 0; i < 4; i++) { /* (G g) G^T */
-                u[i * 4 + 0] = t[i][0];
-                u[i * 4 + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
-                u[i * 4 + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
-                u[i * 4 + 3] = t[i][2];
-            }
+            bd_conv_wino_kernel(g, u);
             for (int p = 0; p < 16; p++) out[p * C * Mp + v0 * 16 * C + c * nv * 16 + (m - v0 * 16)] = u[p];
         }
     }

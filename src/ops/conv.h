@@ -135,6 +135,25 @@ static inline int64_t bd_conv_wino_block(int64_t nmv, int64_t mb, int64_t *v0)
     return base + (mb < extra);
 }
 void bd_conv_wino_weights(const float *w, int form, int64_t pw, int64_t c, int64_t m, float *out);
+/* u = G g G^T for one 3x3 kernel g (row-major), G's rows (1, 0, 0),
+ * (1/2, 1/2, 1/2), (1/2, -1/2, 1/2), (0, 0, 1): the 16 values of its
+ * Winograd F(2x2, 3x3) positions, row-major (both CPU layouts use it). */
+static inline void bd_conv_wino_kernel(const float *g, float *u)
+{
+    float t[4][3];
+    for (int q = 0; q < 3; q++) { /* G g */
+        t[0][q] = g[q];
+        t[1][q] = 0.5f * (g[q] + g[3 + q] + g[6 + q]);
+        t[2][q] = 0.5f * (g[q] - g[3 + q] + g[6 + q]);
+        t[3][q] = g[6 + q];
+    }
+    for (int i = 0; i < 4; i++) { /* (G g) G^T */
+        u[i * 4 + 0] = t[i][0];
+        u[i * 4 + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+        u[i * 4 + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+        u[i * 4 + 3] = t[i][2];
+    }
+}
 /* Whether the Winograd kernel runs an NHWC Conv (3x3, stride 1, one group)
  * whose weights were transformed when the plan was made: C input and M
  * output channels, N OH OW outputs per channel. Measured on the Xeon

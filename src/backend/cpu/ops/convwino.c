@@ -56,6 +56,17 @@ typedef struct wg_job {
     float aa, ab;
 } wg_job;
 
+/* A^T applied down column b of a tile's 4x4 products (q: position 0,
+ * ps floats between positions): t0 = rows 0 + 1 + 2, t1 = rows 1 - 2 - 3
+ * (both layouts' output transforms). */
+#define WINO_COL(b, t0, t1)                                                                                           \
+    __m512 t0, t1;                                                                                                    \
+    do {                                                                                                              \
+        __m512 x0 = _mm512_loadu_ps(q + (b) * ps), x1 = _mm512_loadu_ps(q + (4 + (b)) * ps);                          \
+        __m512 x2 = _mm512_loadu_ps(q + (8 + (b)) * ps), x3 = _mm512_loadu_ps(q + (12 + (b)) * ps);                   \
+        t0 = _mm512_add_ps(_mm512_add_ps(x0, x1), x2), t1 = _mm512_sub_ps(_mm512_sub_ps(x1, x2), x3);                 \
+    } while (0)
+
 /* Floats between two positions' blocks of `rows` rows of nt tile vectors:
  * an odd number of cache lines, so the 16 positions of one tile fall in 16
  * different L1 sets (a multiple of 4 KB would put them all in one). */
@@ -82,22 +93,7 @@ static void wg_weights(const float *w, int64_t groups, int64_t mg, int64_t mb, i
         for (int64_t m = 0; m < mb * WG_MR; m++)
             for (int64_t c = 0; c < cg; c++) {
                 float u[16] = {0};
-                if (m < mg) {
-                    const float *g = w + ((gi * mg + m) * cg + c) * 9;
-                    float t[4][3]; /* G g: rows of G are (1,0,0), (1/2,1/2,1/2), (1/2,-1/2,1/2), (0,0,1) */
-                    for (int j = 0; j < 3; j++) {
-                        t[0][j] = g[j];
-                        t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
-                        t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
-                        t[3][j] = g[6 + j];
-                    }
-                    for (int i = 0; i < 4; i++) { /* (G g) G^T */
-                        u[i * 4 + 0] = t[i][0];
-                        u[i * 4 + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
-                        u[i * 4 + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
-                        u[i * 4 + 3] = t[i][2];
-                    }
-                }
+                if (m < mg) bd_conv_wino_kernel(w + ((gi * mg + m) * cg + c) * 9, u);
                 for (int p = 0; p < 16; p++) o[((p * mb + m / WG_MR) * cg + c) * WG_MR + m % WG_MR] = u[p];
             }
     }
@@ -211,18 +207,10 @@ wg_output_as(const wg_job *j, const float *vv, int64_t n, int64_t gi, int64_t i0
             int rows = (int)BD_MIN((int64_t)2, j->OH - 2 * i);
             for (int64_t v = 0; v < j->TV; v++) {
                 const float *q = vv + m * nt * 16 + ((i - i0) * j->TV + v) * 16;
-#define WG_COL(b, t0, t1)                                                                                             \
-    __m512 t0, t1;                                                                                                    \
-    do {                                                                                                              \
-        __m512 x0 = _mm512_loadu_ps(q + (b) * ps), x1 = _mm512_loadu_ps(q + (4 + (b)) * ps);                          \
-        __m512 x2 = _mm512_loadu_ps(q + (8 + (b)) * ps), x3 = _mm512_loadu_ps(q + (12 + (b)) * ps);                   \
-        t0 = _mm512_add_ps(_mm512_add_ps(x0, x1), x2), t1 = _mm512_sub_ps(_mm512_sub_ps(x1, x2), x3);                 \
-    } while (0)
-                WG_COL(0, e0, f0);
-                WG_COL(1, e1, f1);
-                WG_COL(2, e2, f2);
-                WG_COL(3, e3, f3);
-#undef WG_COL
+                WINO_COL(0, e0, f0);
+                WINO_COL(1, e1, f1);
+                WINO_COL(2, e2, f2);
+                WINO_COL(3, e3, f3);
                 int64_t oc = 32 * v;
                 __mmask16 k0 = wg_lanes(oc, OW), k1 = wg_lanes(oc + 16, OW);
                 __m512 y00 = _mm512_add_ps(_mm512_add_ps(e0, e1), e2), y01 = _mm512_sub_ps(_mm512_sub_ps(e1, e2), e3);
@@ -401,7 +389,9 @@ __attribute__((target("avx512f"))) static void wn_input(const wn_job *j, int64_t
 }
 
 /* Step 2 for one position: WN_MR tiles (rows of u, ldu floats apart) by NV
- * vectors of output channels (wm: C rows of NV 16) into v (ldv). */
+ * vectors of output channels (wm: C rows of NV 16) into v (ldv). The same
+ * shape as wg_gemm with the roles of the operands swapped; one kernel with
+ * run-time strides for both measured 1.18-1.20x slower on NHWC Convs. */
 #define WN_GEMM(NV)                                                                                                   \
     __attribute__((target("avx512f"))) static void wn_gemm_##NV(const float *u, int64_t ldu, const float *wm,         \
                                                                  int64_t C, float *v, int64_t ldv)                    \
@@ -448,18 +438,10 @@ wn_output_as(const wn_job *j, const float *vv, int64_t n, int64_t t0, int64_t nt
             __mmask16 k = (__mmask16)(M - mv >= 16 ? 0xFFFF : ((1u << (M - mv)) - 1));
             const float *q = vv + t * j->Mp + mv;
             const __m512 bias = j->bias ? _mm512_maskz_loadu_ps(k, j->bias + mv) : _mm512_setzero_ps();
-#define WN_COL(b, t0_, t1_)                                                                                           \
-    __m512 t0_, t1_;                                                                                                  \
-    do {                                                                                                              \
-        __m512 x0 = _mm512_loadu_ps(q + (b) * ps), x1 = _mm512_loadu_ps(q + (4 + (b)) * ps);                          \
-        __m512 x2 = _mm512_loadu_ps(q + (8 + (b)) * ps), x3 = _mm512_loadu_ps(q + (12 + (b)) * ps);                   \
-        t0_ = _mm512_add_ps(_mm512_add_ps(x0, x1), x2), t1_ = _mm512_sub_ps(_mm512_sub_ps(x1, x2), x3);               \
-    } while (0)
-            WN_COL(0, e0, f0);
-            WN_COL(1, e1, f1);
-            WN_COL(2, e2, f2);
-            WN_COL(3, e3, f3);
-#undef WN_COL
+            WINO_COL(0, e0, f0);
+            WINO_COL(1, e1, f1);
+            WINO_COL(2, e2, f2);
+            WINO_COL(3, e3, f3);
             __m512 y[2][2];
             y[0][0] = _mm512_add_ps(_mm512_add_ps(e0, e1), e2), y[0][1] = _mm512_sub_ps(_mm512_sub_ps(e1, e2), e3);
             y[1][0] = _mm512_add_ps(_mm512_add_ps(f0, f1), f2), y[1][1] = _mm512_sub_ps(_mm512_sub_ps(f1, f2), f3);
