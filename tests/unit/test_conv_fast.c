@@ -256,11 +256,13 @@ static void test_threads_bitwise(void)
 /* Each Winograd case with the kernel on and off (convdirect.c then): both
  * within the tolerance of the naive loop, and not the same bits (so the
  * Winograd kernel did run); a case it does not take (a dilated 3x5 over 2
- * input channels per group) gives the same bits either way. */
+ * input channels per group) gives the same bits either way, as every case
+ * does on a CPU without AVX-512. */
 static void test_winograd_ran(void)
 {
     unsigned seed = 21;
-    int ran = 0;
+    int ran = 0, can = bd_cpu_vec_level() == 2; /* the kernel is AVX-512 only */
+    if (!can) fprintf(stderr, "no AVX-512: the Winograd cases must give convdirect.c's bits\n");
     for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
         const ccase *c = &cases[ci];
         int wino = strncmp(c->what, "winograd", 8) == 0;
@@ -276,12 +278,12 @@ static void test_winograd_ran(void)
         CHECK_EQ_INT(count_bad(on, ref, ny), 0);
         CHECK_EQ_INT(count_bad(off, ref, ny), 0);
         int same = memcmp(on, off, (size_t)ny * sizeof *on) == 0;
-        if (same == wino) fprintf(stderr, "case '%s': Winograd %s\n", c->what, wino ? "did not run" : "ran");
-        CHECK_EQ_INT(same, !wino);
-        ran += wino;
+        if (same == (wino && can)) fprintf(stderr, "case '%s': Winograd %s\n", c->what, wino && can ? "did not run" : "ran");
+        CHECK_EQ_INT(same, !(wino && can));
+        ran += wino && can;
         free(x), free(w), free(b), free(ref), free(on), free(off);
     }
-    CHECK_EQ_INT(ran, 5);
+    CHECK_EQ_INT(ran, can ? 5 : 0);
 }
 
 int main(void)
