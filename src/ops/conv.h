@@ -123,14 +123,18 @@ static inline int64_t bd_conv_panel_at(int64_t pw, int64_t m_total, int64_t kk_c
  * (form 0), or (3, 3, C, M) (form 1), or that in panels of pw output
  * channels (form 1, pw > 0; bd_conv_panel_at). */
 #define BD_WINO_NV 3
+#define BD_WINO_MIN_C 8  /* input channels (per group) from which the products outweigh the transforms */
+#define BD_WINO_MIN_M 16 /* output channels likewise (NHWC; NCHW takes 8, its GEMM tile) */
 static inline int64_t bd_conv_wino_floats(int64_t c, int64_t m) { return 16 * c * ((m + 15) / 16 * 16); }
+/* How many blocks bd_conv_wino_block cuts nmv vectors into. */
+static inline int64_t bd_conv_wino_blocks(int64_t nmv) { return nmv > 0 ? (nmv + BD_WINO_NV - 1) / BD_WINO_NV : 1; }
 /* Block mb of the nmv vectors of output channels: vectors [*v0, *v0 + nv)
  * with nv returned; the fewest blocks of at most BD_WINO_NV vectors, as
  * even as they can be (4 vectors: 2 + 2, not 3 + 1, whose one-vector block
  * ran at half the speed). */
 static inline int64_t bd_conv_wino_block(int64_t nmv, int64_t mb, int64_t *v0)
 {
-    int64_t nb = nmv > 0 ? (nmv + BD_WINO_NV - 1) / BD_WINO_NV : 1, base = nmv / nb, extra = nmv % nb;
+    int64_t nb = bd_conv_wino_blocks(nmv), base = nmv / nb, extra = nmv % nb;
     *v0 = mb * base + (mb < extra ? mb : extra);
     return base + (mb < extra);
 }
@@ -162,7 +166,7 @@ static inline void bd_conv_wino_kernel(const float *g, float *u)
  * (2.4M multiply-adds) 1.4x, so small ones stay on the GEMM. */
 static inline int bd_conv_wino_planned_pays(int64_t c, int64_t m, int64_t outputs)
 {
-    return c >= 8 && m >= 16 && outputs >= 64 && 9 * c * m * outputs >= ((int64_t)1 << 23);
+    return c >= BD_WINO_MIN_C && m >= BD_WINO_MIN_M && outputs >= 64 && 9 * c * m * outputs >= ((int64_t)1 << 23);
 }
 
 /* The resolved geometry of one Conv or ConvTranspose call. Spatial arrays

@@ -64,14 +64,6 @@ typedef struct dc_tile {
     __mmask16 hi[DC_MAX_TAPS][DC_NV];         /* stride 2: the next 16 */
 } dc_tile;
 
-/* Lanes i in [0, 16) with 0 <= c + i < n. */
-static __mmask16 dc_lanes(int64_t c, int64_t n)
-{
-    int64_t a = BD_MAX(-c, (int64_t)0), b = BD_MIN(n - c, (int64_t)16);
-    if (b <= a) return 0;
-    return (__mmask16)((((uint32_t)1 << b) - 1) & ~(((uint32_t)1 << a) - 1));
-}
-
 /* The pixel vectors [*v0, *v0 + *nv) of tile `tile`: DC_NV each, except
  * that a remainder of one makes the last two tiles two each (a tile of one
  * vector runs at a third of the speed). */
@@ -103,7 +95,7 @@ static void dc_flat_vec(const dc_geo *v, int64_t q0, dc_tile *t, int q)
             if (ih >= 0 && ih < v->H) rowm[kh] |= lanes;
         }
         for (int64_t kw = 0; kw < v->K2; kw++)
-            colm[kw] |= ((uint32_t)dc_lanes(ow - v->p2 + kw * v->d2, v->W) << i) & lanes;
+            colm[kw] |= ((uint32_t)pg_lanes16(ow - v->p2 + kw * v->d2, v->W) << i) & lanes;
         i += seg, ow = 0, oh++;
     }
     for (int64_t kh = 0, tap = 0; kh < v->K1; kh++)
@@ -130,12 +122,12 @@ static void dc_tile_make(const dc_job *j, int64_t v0, int nv, dc_tile *t)
                 int64_t c = c0 + kw * v->d2;
                 if (v->split) { /* phase ph of column 2 (ow0 + lane) + e: phase column ow0 + lane + (e - ph) / 2 */
                     int64_t e = kw * v->d2 - v->p2, ph = e & 1;
-                    t->lo[tap][q] = ok ? dc_lanes(ow0 + (e - ph) / 2, ph ? v->W / 2 : (v->W + 1) / 2) : 0;
+                    t->lo[tap][q] = ok ? pg_lanes16(ow0 + (e - ph) / 2, ph ? v->W / 2 : (v->W + 1) / 2) : 0;
                     t->hi[tap][q] = 0;
                     continue;
                 }
-                t->lo[tap][q] = ok ? dc_lanes(c, v->W) : 0;
-                t->hi[tap][q] = ok && v->s2 == 2 ? dc_lanes(c + 16, v->W) : 0;
+                t->lo[tap][q] = ok ? pg_lanes16(c, v->W) : 0;
+                t->hi[tap][q] = ok && v->s2 == 2 ? pg_lanes16(c + 16, v->W) : 0;
             }
         }
     }

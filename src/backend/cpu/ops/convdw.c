@@ -28,14 +28,6 @@ typedef struct dw_job {
     float aa, ab;
 } dw_job;
 
-/* Lanes i in [0, 16) with 0 <= c + i < n. */
-static __mmask16 dw_lanes(int64_t c, int64_t n)
-{
-    int64_t a = BD_MAX(-c, (int64_t)0), b = BD_MIN(n - c, (int64_t)16);
-    if (b <= a) return 0;
-    return (__mmask16)((((uint32_t)1 << b) - 1) & ~(((uint32_t)1 << a) - 1));
-}
-
 /* One plane with a K x K kernel and strides S1, S2 (compile-time constants
  * after inlining). */
 __attribute__((always_inline, target("avx512f"))) static inline void
@@ -55,8 +47,8 @@ dw_plane(const dw_job *j, const float *xc, const float *wm, float *yc, const flo
         __mmask16 ml[5], mh[5];
 #pragma GCC unroll 5
         for (int kw = 0; kw < K; kw++) {
-            ml[kw] = dw_lanes(c0 + kw, W);
-            mh[kw] = S2 == 2 ? dw_lanes(c0 + kw + 16, W) : 0;
+            ml[kw] = pg_lanes16(c0 + kw, W);
+            mh[kw] = S2 == 2 ? pg_lanes16(c0 + kw + 16, W) : 0;
         }
         for (int64_t oh0 = 0; oh0 < OH; oh0 += DWR) {
             __m512 acc[DWR];

@@ -9,6 +9,15 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
+/* Lanes i in [0, 16) with 0 <= c + i < n: the lanes of a vector starting at
+ * column c that fall in a row of n (the kernels' masked loads and stores). */
+static inline __mmask16 pg_lanes16(int64_t c, int64_t n)
+{
+    int64_t a = BD_MAX(-c, (int64_t)0), b = BD_MIN(n - c, (int64_t)16);
+    if (b <= a) return 0;
+    return (__mmask16)((((uint32_t)1 << b) - 1) & ~(((uint32_t)1 << a) - 1));
+}
+
 /* e^x in 16 lanes (conv.c's pg_exp8 in AVX-512). */
 __attribute__((target("avx512f"))) static inline __m512 pg_exp16(__m512 x)
 {

@@ -650,6 +650,11 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     j.lvl = bd_cpu_vec_level(); /* 0: plain loops, 1: AVX2 + FMA, 2: AVX-512F */
     *done = 0;
     if (j.lvl == 0 || g->k[0] * g->k[1] > NK_MAX_TAPS) return BRAID_OK;
+    int wr = bd_conv_wino_nhwc(k, g); /* convwino.c: 3x3 stride 1 */
+    if (wr) {
+        *done = 1;
+        return wr < 0 ? BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "NHWC Conv: Winograd buffers") : BRAID_OK;
+    }
     j.C = g->c_in, j.M = g->c_out, j.H = g->x[0], j.W = g->x[1], j.OH = g->y[0], j.OW = g->y[1];
     j.cg = j.C / g->group, j.mg = j.M / g->group;
     j.sc = p->x_nchw ? j.H * j.W : 1, j.sh = p->x_nchw ? j.W : j.W * j.C, j.sw = p->x_nchw ? 1 : j.C;
@@ -680,9 +685,6 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     }
     int64_t pixels = g->n * j.OH * j.OW;
     *done = 1;
-    int wr = bd_conv_wino_nhwc(k, g); /* convwino.c: 3x3 stride 1 */
-    if (wr < 0) return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "NHWC Conv: Winograd buffers");
-    if (wr > 0) return BRAID_OK;
     int64_t blocks = j.dw ? j.nb : g->group * j.nb, tasks = j.dw ? j.units : blocks * j.units;
     if (tasks == 0 || j.OW == 0 || j.mg == 0) return BRAID_OK;
     int64_t px = j.flat ? NK_FLAT_CHUNK : j.OW * (j.band ? BD_CEIL_DIV(j.OH, j.nband) : 1);

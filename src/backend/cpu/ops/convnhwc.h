@@ -20,7 +20,6 @@ braid_status bd_conv_nhwc(const bd_kernel *k, const struct bd_conv_geom *g);
  * 1 when done, 0 when the caller must run it, -1 out of memory. */
 int bd_conv_wino_nhwc(const bd_kernel *k, const struct bd_conv_geom *g);
 
-
 /* A 2-D float MaxPool or AveragePool (one output), GlobalAveragePool or
  * GlobalMaxPool: X and Y (N, H, W, C). */
 braid_status bd_pool_nhwc(const bd_kernel *k);

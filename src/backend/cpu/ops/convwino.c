@@ -76,14 +76,6 @@ static int64_t wg_pos_stride(int64_t rows, int64_t nt)
     return 16 * (lines | 1);
 }
 
-/* Lanes i in [0, 16) with 0 <= c + i < n. */
-static __mmask16 wg_lanes(int64_t c, int64_t n)
-{
-    int64_t a = BD_MAX(-c, (int64_t)0), b = BD_MIN(n - c, (int64_t)16);
-    if (b <= a) return 0;
-    return (__mmask16)((((uint32_t)1 << b) - 1) & ~(((uint32_t)1 << a) - 1));
-}
-
 /* G g G^T for each (m, c): g is 3x3 (row-major), the result 4x4, written
  * to wt[pos][mblock][c][r] of each group (0 past the group's last m). */
 static void wg_weights(const float *w, int64_t groups, int64_t mg, int64_t mb, int64_t cg, float *wt)
@@ -133,8 +125,8 @@ __attribute__((target("avx512f"))) static void wg_input(const wg_job *j, const f
         __mmask16 rc = r0 + 2 >= 0 && r0 + 2 < H ? 0xFFFF : 0, rd = r0 + 3 >= 0 && r0 + 3 < H ? 0xFFFF : 0;
         for (int64_t v = 0; v < j->TV; v++) {
             int64_t col = 32 * v - j->pl, t = (i - i0) * j->TV + v;
-            __mmask16 m0 = wg_lanes(col, W), m1 = wg_lanes(col + 16, W), m2 = wg_lanes(col + 2, W),
-                      m3 = wg_lanes(col + 18, W);
+            __mmask16 m0 = pg_lanes16(col, W), m1 = pg_lanes16(col + 16, W), m2 = pg_lanes16(col + 2, W),
+                      m3 = pg_lanes16(col + 18, W);
             const float *p = xg + r0 * W + col;
             float *o = u + t * 16;
             for (int64_t c = 0; c < j->cg; c++, p += hw, o += nt * 16) {
@@ -212,7 +204,7 @@ wg_output_as(const wg_job *j, const float *vv, int64_t n, int64_t gi, int64_t i0
                 WINO_COL(2, e2, f2);
                 WINO_COL(3, e3, f3);
                 int64_t oc = 32 * v;
-                __mmask16 k0 = wg_lanes(oc, OW), k1 = wg_lanes(oc + 16, OW);
+                __mmask16 k0 = pg_lanes16(oc, OW), k1 = pg_lanes16(oc + 16, OW);
                 __m512 y00 = _mm512_add_ps(_mm512_add_ps(e0, e1), e2), y01 = _mm512_sub_ps(_mm512_sub_ps(e1, e2), e3);
                 __m512 y10 = _mm512_add_ps(_mm512_add_ps(f0, f1), f2), y11 = _mm512_sub_ps(_mm512_sub_ps(f1, f2), f3);
                 float *yo = yp + 2 * i * OW + oc;
@@ -265,7 +257,6 @@ static void wg_tasks(void *ctx, int64_t wi, int64_t tb, int64_t te)
     }
 }
 
-#define WG_MIN_C 8             /* input channels per group from which the products outweigh the transforms */
 #define WG_MIN_FILL 0.6        /* the share of lanes tiles must fill (tiles per row / lanes per row) */
 #define WG_MIN_WORK (1 << 20)  /* multiply-adds per thread worth a thread */
 /* Outputs per output channel (N OH OW) from which the products saved pay for
@@ -283,7 +274,7 @@ int bd_conv_wino(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
     if (!atomic_load_explicit(&wino_on, memory_order_relaxed)) return 0;
     int64_t cg = g->c_in / g->group, mg = g->c_out / g->group;
     if (w->k[0] != 1 || w->img[0] != 1 || w->k[1] != 3 || w->k[2] != 3 || w->s[1] != 1 || w->s[2] != 1 ||
-        w->d[1] != 1 || w->d[2] != 1 || cg < WG_MIN_C || mg < WG_MR || g->n * w->grid_size < WG_MIN_PIXELS)
+        w->d[1] != 1 || w->d[2] != 1 || cg < BD_WINO_MIN_C || mg < WG_MR || g->n * w->grid_size < WG_MIN_PIXELS)
         return 0;
     int64_t OH = w->grid[1], OW = w->grid[2], TW = BD_CEIL_DIV(OW, (int64_t)2), TV = BD_CEIL_DIV(TW, (int64_t)16);
     if ((double)TW < WG_MIN_FILL * (double)(TV * 16)) return 0;
@@ -345,9 +336,6 @@ typedef struct wn_job {
     float aa, ab;
 } wn_job;
 
-/* Output-channel block mb: vectors [*v0, *v0 + nv) (bd_conv_wino_block). */
-static int wn_block(const wn_job *j, int64_t mb, int64_t *v0) { return (int)bd_conv_wino_block(j->nmv, mb, v0); }
-
 /* Step 1: tiles [t0, t0 + nt) of image n (row-major; past the image: 0). */
 __attribute__((target("avx512f"))) static void wn_input(const wn_job *j, int64_t n, int64_t t0, int64_t nt, float *u)
 {
@@ -363,7 +351,7 @@ __attribute__((target("avx512f"))) static void wn_input(const wn_job *j, int64_t
                 ok[a][b] = in_img && r0 + a >= 0 && r0 + a < j->H && c0 + b >= 0 && c0 + b < W;
         float *o = u + t * j->Cp;
         for (int64_t cv = 0; cv < j->Cp; cv += 16) {
-            __mmask16 cm = (__mmask16)(C - cv >= 16 ? 0xFFFF : ((1u << (C - cv)) - 1));
+            __mmask16 cm = pg_lanes16(cv, C);
             const float *p = xn + (r0 * W + c0) * C + cv;
             __m512 d[4][4];
             _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++)
@@ -435,7 +423,7 @@ wn_output_as(const wn_job *j, const float *vv, int64_t n, int64_t t0, int64_t nt
         int rows = (int)BD_MIN((int64_t)2, j->OH - 2 * ti), cols = (int)BD_MIN((int64_t)2, OW - 2 * tj);
         int64_t o0 = ((n * j->OH + 2 * ti) * OW + 2 * tj) * M;
         for (int64_t mv = 0; mv < j->Mp; mv += 16) {
-            __mmask16 k = (__mmask16)(M - mv >= 16 ? 0xFFFF : ((1u << (M - mv)) - 1));
+            __mmask16 k = pg_lanes16(mv, M);
             const float *q = vv + t * j->Mp + mv;
             const __m512 bias = j->bias ? _mm512_maskz_loadu_ps(k, j->bias + mv) : _mm512_setzero_ps();
             WINO_COL(0, e0, f0);
@@ -480,7 +468,7 @@ static void wn_tasks(void *ctx, int64_t wi, int64_t tb, int64_t te)
             float *vp = v + p * j->vs;
             for (int64_t mb = 0; mb < j->nmb; mb++) {
                 int64_t v0;
-                int nv = wn_block(j, mb, &v0);
+                int nv = (int)bd_conv_wino_block(j->nmv, mb, &v0);
                 for (int64_t t = 0; t < nt; t += WN_MR)
                     wn_gemms[nv - 1](up + t * j->Cp, j->Cp, wp + v0 * 16 * j->C, j->C, vp + t * j->Mp + v0 * 16,
                                      j->Mp);
@@ -490,9 +478,6 @@ static void wn_tasks(void *ctx, int64_t wi, int64_t tb, int64_t te)
     }
 }
 
-#define WN_MIN_C 8   /* input channels from which the products outweigh the transforms */
-#define WN_MIN_M 16  /* output channels likewise */
-
 int bd_conv_wino_nhwc(const bd_kernel *k, const bd_conv_geom *g)
 {
     const bd_conv_params *pa = k->node->params;
@@ -500,7 +485,7 @@ int bd_conv_wino_nhwc(const bd_kernel *k, const bd_conv_geom *g)
     int planned = pa->w_wino && pa->w_wino_of == k->in[1].data;
     int64_t outputs = g->n * g->y[0] * g->y[1];
     if (g->nsp != 2 || g->group != 1 || pa->x_nchw || g->k[0] != 3 || g->k[1] != 3 || g->s[0] != 1 ||
-        g->s[1] != 1 || g->d[0] != 1 || g->d[1] != 1 || g->c_in < WN_MIN_C || g->c_out < WN_MIN_M ||
+        g->s[1] != 1 || g->d[0] != 1 || g->d[1] != 1 || g->c_in < BD_WINO_MIN_C || g->c_out < BD_WINO_MIN_M ||
         !(planned ? bd_conv_wino_planned_pays(g->c_in, g->c_out, outputs) : outputs >= WG_MIN_PIXELS))
         return 0;
     wn_job j = {0};
@@ -512,7 +497,7 @@ int bd_conv_wino_nhwc(const bd_kernel *k, const bd_conv_geom *g)
     j.pt = g->pb[0], j.pl = g->pb[1];
     j.TH = BD_CEIL_DIV(j.OH, (int64_t)2), j.TW = BD_CEIL_DIV(j.OW, (int64_t)2);
     j.Cp = BD_CEIL_DIV(j.C, (int64_t)16) * 16, j.Mp = BD_CEIL_DIV(j.M, (int64_t)16) * 16;
-    j.nmv = j.Mp / 16, j.nmb = BD_CEIL_DIV(j.nmv, (int64_t)WN_NV);
+    j.nmv = j.Mp / 16, j.nmb = bd_conv_wino_blocks(j.nmv);
     j.act = pa->act, j.res = j.z ? pa->res : BD_RES_NONE, j.aa = pa->act_a, j.ab = pa->act_b;
     if (j.TH * j.TW == 0 || g->n == 0) return 0;
     /* a chunk: whole GEMM tiles, U and V within WG_SCRATCH, about 4 tasks a thread */
