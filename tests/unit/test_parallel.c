@@ -1,8 +1,10 @@
 /* test_parallel: bd_parallel_for's helper pool hands every chunk out exactly
  * once, whether its helpers are still spinning from the last call (calls back
  * to back), parked (calls after a pause longer than the spin), or taken by
- * another caller at the same time (two threads calling at once); and a
- * stream thread's share of the budget caps its calls (share_test). */
+ * another caller at the same time (two threads calling at once); one caller
+ * asking for 2 threads call after call starts one helper, not more
+ * (pool_size_test); and a stream thread's share of the budget caps its calls
+ * (share_test). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -72,8 +74,29 @@ static void share_test(void)
     free(w.other);
 }
 
+/* A caller asking for 2 threads, call after call with no pause: the helper
+ * that served a call is back among the idle ones before the caller returns,
+ * so the next call finds it and the pool stays at one helper (it once grew
+ * to three on 2 cores, the spare ones spinning on the cores the working
+ * threads needed). Items long enough that the helper takes part. */
+static void spin_items(void *ctx, int64_t begin, int64_t end)
+{
+    volatile double *x = ctx;
+    for (int64_t i = begin; i < end; i++)
+        for (int q = 0; q < 2000; q++) *x = *x * 1.0000001 + 1e-9;
+}
+
+static void pool_size_test(void)
+{
+    CHECK_EQ_INT(bd_parallel_helpers(), 0);
+    double x = 1.0;
+    for (int r = 0; r < 3000; r++) bd_parallel_for(2, 8, 1, spin_items, &x);
+    CHECK_EQ_INT(bd_parallel_helpers(), 1);
+}
+
 int main(void)
 {
+    pool_size_test();
     share_test();
     int ok = 1;
     for (int r = 0; r < 500; r++) ok &= once(1 + r % 7, 1 + r % 50); /* back to back: helpers spinning */

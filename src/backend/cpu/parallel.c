@@ -113,14 +113,19 @@ static void *helper_main(void *arg)
         if (!__atomic_compare_exchange_n(&h->job, &c, TAKEN, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
         drain(c);
         spin = __atomic_load_n(&c->spin, __ATOMIC_RELAXED);
-        pthread_mutex_lock(&c->mu);
-        __atomic_add_fetch(&c->done, 1, __ATOMIC_RELEASE);
-        pthread_cond_signal(&c->cv);
-        pthread_mutex_unlock(&c->mu); /* the last touch of c: its caller may return now */
+        /* Back among the idle helpers before the caller learns it is done:
+         * else a caller's next call, coming at once, finds no idle helper
+         * and starts another thread, and a pool of more helpers than cores
+         * has idle ones spinning on the cores the working ones need. An
+         * offer made from here on waits in h->job for the next round. */
         pthread_mutex_lock(&pool.mu);
         __atomic_store_n(&h->job, NULL, __ATOMIC_RELAXED);
         pool.idle[pool.n_idle++] = (int)(h - pool.h);
         pthread_mutex_unlock(&pool.mu);
+        pthread_mutex_lock(&c->mu);
+        __atomic_add_fetch(&c->done, 1, __ATOMIC_RELEASE);
+        pthread_cond_signal(&c->cv);
+        pthread_mutex_unlock(&c->mu); /* the last touch of c: its caller may return now */
     }
     return NULL;
 }
@@ -160,6 +165,14 @@ __attribute__((destructor)) static void pool_stop(void)
         pthread_join(pool.h[i].tid, NULL);
         pthread_cond_destroy(&pool.h[i].cv);
     }
+}
+
+int bd_parallel_helpers(void)
+{
+    pthread_mutex_lock(&pool.mu);
+    int n = pool.n_started;
+    pthread_mutex_unlock(&pool.mu);
+    return n;
 }
 
 void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void *, int64_t, int64_t), void *ctx)

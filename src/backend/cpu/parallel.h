@@ -17,6 +17,11 @@
 void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void *ctx, int64_t begin, int64_t end),
                      void *ctx);
 
+/* Helper threads the pool has started so far (they are never stopped
+ * before the process ends): one caller asking for T threads call after call
+ * needs T - 1 of them, never more. */
+int bd_parallel_helpers(void);
+
 /* The live share of the calling thread (a stream thread of a plan): while
  * busy is set, bd_parallel_for on this thread runs on at most
  * budget / *busy threads (read atomically when the call starts and again
