@@ -3,7 +3,8 @@
  * to back), parked (calls after a pause longer than the spin), or taken by
  * another caller at the same time (two threads calling at once); one caller
  * asking for 2 threads call after call starts one helper, not more
- * (pool_size_test); and a stream thread's share of the budget caps its calls
+ * (pool_size_test); parts go first to the same thread call after call
+ * (parts_test); and a stream thread's share of the budget caps its calls
  * (share_test). */
 #include <pthread.h>
 #include <stdlib.h>
@@ -94,9 +95,48 @@ static void pool_size_test(void)
     CHECK_EQ_INT(bd_parallel_helpers(), 1);
 }
 
+/* bd_parallel_parts: every part once per call; over 300 calls of 2 parts
+ * (after pool_size_test: one helper), part 1 runs on the caller or on that
+ * one helper, never a third thread; 5 parts (more than the pool has
+ * helpers) still each run once. */
+typedef struct parts_log {
+    pthread_t who[8];
+    int runs[8];
+} parts_log;
+
+static void log_part(void *ctx, int64_t begin, int64_t end)
+{
+    parts_log *l = ctx;
+    for (int64_t i = begin; i < end; i++) {
+        l->who[i] = pthread_self();
+        __atomic_add_fetch(&l->runs[i], 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void parts_test(void)
+{
+    pthread_t self = pthread_self(), other = self;
+    int others = 0, bad = 0;
+    for (int r = 0; r < 300; r++) {
+        parts_log l = {0};
+        bd_parallel_parts(2, log_part, &l);
+        bad += l.runs[0] != 1 || l.runs[1] != 1;
+        if (!pthread_equal(l.who[1], self)) {
+            if (!others++) other = l.who[1];
+            else bad += !pthread_equal(l.who[1], other);
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+    parts_log l = {0};
+    bd_parallel_parts(5, log_part, &l);
+    for (int i = 0; i < 8; i++) CHECK_EQ_INT(l.runs[i], i < 5);
+    bd_parallel_parts(0, log_part, &l); /* nothing to do */
+}
+
 int main(void)
 {
     pool_size_test();
+    parts_test();
     share_test();
     int ok = 1;
     for (int r = 0; r < 500; r++) ok &= once(1 + r % 7, 1 + r % 50); /* back to back: helpers spinning */

@@ -24,6 +24,8 @@ typedef struct call {
     int done;     /* atomic: helpers that took the call and have finished with it */
     int spin;     /* whether its helpers should spin for the next call: not when the
                    * caller's share is one thread (the other cores run other streams) */
+    int parts;    /* bd_parallel_parts: item i goes first to the thread of slot i */
+    unsigned char taken[MAX_THREADS]; /* parts: atomic, whether item i is claimed */
     pthread_mutex_t mu;
     pthread_cond_t cv;
 } call;
@@ -45,9 +47,21 @@ static int64_t share_now(int64_t cap)
     return BD_MAX((int64_t)1, BD_MIN(cap, (int64_t)(tl_share.budget / BD_MAX(busy, 1))));
 }
 
-/* Runs grains of c until none is left. */
-static void drain(call *c)
+/* Runs grains of c until none is left; parts: the item of this thread's
+ * slot first (0 the caller, 1 + a helper's index in the pool), then any
+ * other nobody has claimed. */
+static void drain(call *c, int slot)
 {
+    if (c->parts) {
+        for (int64_t i = -1; i < c->n; i++) {
+            int64_t q = i < 0 ? slot : i;
+            if (q >= c->n || __atomic_load_n(&c->taken[q], __ATOMIC_RELAXED) ||
+                __atomic_exchange_n(&c->taken[q], 1, __ATOMIC_ACQ_REL))
+                continue;
+            c->fn(c->ctx, q, q + 1);
+        }
+        return;
+    }
     for (;;) {
         int64_t b = __atomic_fetch_add(&c->next, c->grain, __ATOMIC_RELAXED);
         if (b >= c->n) return;
@@ -111,7 +125,7 @@ static void *helper_main(void *arg)
         /* Take the offer unless its caller has taken it back (then the
          * caller has put this helper back among the idle ones). */
         if (!__atomic_compare_exchange_n(&h->job, &c, TAKEN, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
-        drain(c);
+        drain(c, (int)(h - pool.h) + 1);
         spin = __atomic_load_n(&c->spin, __ATOMIC_RELAXED);
         /* Back among the idle helpers before the caller learns it is done:
          * else a caller's next call, coming at once, finds no idle helper
@@ -175,39 +189,36 @@ int bd_parallel_helpers(void)
     return n;
 }
 
-void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void *, int64_t, int64_t), void *ctx)
+/* Runs c (fn, ctx, n, and grain or parts set) on up to nt threads. */
+static void run_call(call *c, int64_t nt)
 {
-    if (n <= 0) return;
-    int64_t nt = BD_MIN((int64_t)BD_MAX(threads, 1), (int64_t)MAX_THREADS);
-    nt = BD_MIN(nt, n / BD_MAX(min_chunk, 1));
-    if (nt <= 1) { fn(ctx, 0, n); return; }
-    /* Grains of about an eighth of a thread's share (at least min_chunk):
-     * late helpers leave little to wait for, and a grain's call costs little. */
-    call cl = {.fn = fn, .ctx = ctx, .n = n, .grain = BD_MAX(BD_MAX(min_chunk, (int64_t)1), n / (nt * 8)), .spin = 1};
-    pthread_mutex_init(&cl.mu, NULL);
-    pthread_cond_init(&cl.cv, NULL);
+    int64_t n = c->n;
+    c->spin = 1;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
     helper *given[MAX_THREADS];
     int n_given = 0;
     int64_t allow = share_now(nt);
     if (allow > 1) {
         pthread_mutex_lock(&pool.mu);
         for (int64_t i = 1; i < allow; i++) {
-            helper *h = give(&cl);
+            helper *h = give(c);
             if (!h) break;
             given[n_given++] = h;
         }
         pthread_mutex_unlock(&pool.mu);
     }
     /* The caller's grains; between them, more helpers when the share grew. */
-    for (;;) {
-        int64_t b = __atomic_fetch_add(&cl.next, cl.grain, __ATOMIC_RELAXED);
+    if (c->parts) drain(c, 0);
+    for (; !c->parts;) {
+        int64_t b = __atomic_fetch_add(&c->next, c->grain, __ATOMIC_RELAXED);
         if (b >= n) break;
-        fn(ctx, b, BD_MIN(b + cl.grain, n));
-        if (tl_share.busy && b + cl.grain >= n) __atomic_store_n(&cl.spin, share_now(nt) > 1, __ATOMIC_RELAXED);
-        if (tl_share.busy && n_given + 1 < nt && b + cl.grain < n && (allow = share_now(nt)) > n_given + 1) {
+        c->fn(c->ctx, b, BD_MIN(b + c->grain, n));
+        if (tl_share.busy && b + c->grain >= n) __atomic_store_n(&c->spin, share_now(nt) > 1, __ATOMIC_RELAXED);
+        if (tl_share.busy && n_given + 1 < nt && b + c->grain < n && (allow = share_now(nt)) > n_given + 1) {
             pthread_mutex_lock(&pool.mu);
             while (n_given + 1 < allow) {
-                helper *h = give(&cl);
+                helper *h = give(c);
                 if (!h) break;
                 given[n_given++] = h;
             }
@@ -217,7 +228,7 @@ void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void 
     /* Every item is claimed: take back the offers nobody picked up. */
     int taken = 0, back = 0;
     for (int i = 0; i < n_given; i++) {
-        call *want = &cl;
+        call *want = c;
         if (__atomic_compare_exchange_n(&given[i]->job, &want, NULL, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             given[back++] = given[i];
         else taken++;
@@ -228,13 +239,33 @@ void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void 
         pthread_mutex_unlock(&pool.mu);
     }
     /* Spin first; then the lock also waits for the last helper to let go of
-     * cl.mu before cl is destroyed. */
-    for (int i = 0; i < SPIN_ROUNDS && __atomic_load_n(&cl.done, __ATOMIC_ACQUIRE) < taken; i++) cpu_relax();
-    pthread_mutex_lock(&cl.mu);
-    while (__atomic_load_n(&cl.done, __ATOMIC_ACQUIRE) < taken) pthread_cond_wait(&cl.cv, &cl.mu);
-    pthread_mutex_unlock(&cl.mu);
-    pthread_cond_destroy(&cl.cv);
-    pthread_mutex_destroy(&cl.mu);
+     * c->mu before c is destroyed. */
+    for (int i = 0; i < SPIN_ROUNDS && __atomic_load_n(&c->done, __ATOMIC_ACQUIRE) < taken; i++) cpu_relax();
+    pthread_mutex_lock(&c->mu);
+    while (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) < taken) pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+}
+
+void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void *, int64_t, int64_t), void *ctx)
+{
+    if (n <= 0) return;
+    int64_t nt = BD_MIN((int64_t)BD_MAX(threads, 1), (int64_t)MAX_THREADS);
+    nt = BD_MIN(nt, n / BD_MAX(min_chunk, 1));
+    if (nt <= 1) { fn(ctx, 0, n); return; }
+    /* Grains of about an eighth of a thread's share (at least min_chunk):
+     * late helpers leave little to wait for, and a grain's call costs little. */
+    call cl = {.fn = fn, .ctx = ctx, .n = n, .grain = BD_MAX(BD_MAX(min_chunk, (int64_t)1), n / (nt * 8))};
+    run_call(&cl, nt);
+}
+
+void bd_parallel_parts(int parts, void (*fn)(void *, int64_t, int64_t), void *ctx)
+{
+    if (parts <= 0) return;
+    if (parts == 1) { fn(ctx, 0, 1); return; }
+    call cl = {.fn = fn, .ctx = ctx, .n = BD_MIN(parts, MAX_THREADS), .grain = 1, .parts = 1};
+    run_call(&cl, cl.n);
 }
 
 /* bd_parallel_claim: `workers` items of bd_parallel_for, each a worker that

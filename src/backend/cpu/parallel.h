@@ -17,6 +17,15 @@
 void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void *ctx, int64_t begin, int64_t end),
                      void *ctx);
 
+/* Runs fn(ctx, i, i + 1) for each part i in [0, parts) (at most 64), on up
+ * to `parts` threads: part 0 first on the caller, part i first on the pool's
+ * helper i - 1 when it takes the call, any part nobody took by whoever is
+ * free. The same helper thread serves the same part call after call (while
+ * the pool's helpers serve one caller), so data a part reads again on the
+ * next call is in that core's cache: the LSTM's recurrent weights, which
+ * fit the cores' L2 caches together but not one's. */
+void bd_parallel_parts(int parts, void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx);
+
 /* Helper threads the pool has started so far (they are never stopped
  * before the process ends): one caller asking for T threads call after call
  * needs T - 1 of them, never more. */
