@@ -9,6 +9,7 @@
  *     linear_before_reset and omitted outputs, against a plain double-precision
  *     implementation of the spec in this file; float32, float64 and float16;
  *   - empty batches and sequences, NaN propagation;
+ *   - a state product on 1, 2 and 3 threads (fixed parts of R^T): the same bits;
  *   - the load-time rewrite (split of a bidirectional node, R transposed) against the
  *     node it replaces;
  *   - DynamicQuantizeLSTM where quantization is exact, and the quantization rules;
@@ -147,7 +148,7 @@ static void reference(const rcase *c, double *y, double *yh, double *yc)
     int64_t G = gates_of(c->cell), H = c->H, GH = G * H, I = c->isz, S = c->seq, N = c->batch, D = c->dirs;
     fn3 f[2][3];
     resolve(c, f);
-    double h[64], cc[64], g[256], hr[64];
+    double h[256], cc[256], g[2048], hr[256]; /* H up to 256 */
     for (int64_t d = 0; d < D; d++) {
         int rev = c->direction == BD_RNN_REVERSE || d == 1;
         for (int64_t b = 0; b < N; b++) {
@@ -562,6 +563,55 @@ static void test_omitted_outputs_and_edges(void)
 }
 
 /* Runs node n on in and returns its outputs (caller frees data). */
+/* Case c run on `threads` intra-op threads: its Y (float), malloc'ed. */
+static float *y_of(rcase *c, int threads)
+{
+    rnode t;
+    make_node(&t, c);
+    bd_tensor in[8], out[3] = {0};
+    void *owned[8];
+    make_inputs(c, BRAID_DTYPE_FLOAT, in, owned);
+    bd_err e = {0};
+    int saved = g_threads;
+    g_threads = threads;
+    braid_status st = run(&t.n, in, out, &e);
+    g_threads = saved;
+    CHECK_EQ_INT(st, BRAID_OK);
+    size_t n = (size_t)(c->seq * c->dirs * c->batch * c->H);
+    float *y = malloc(n * sizeof *y);
+    if (!st) memcpy(y, out[0].data, n * sizeof *y);
+    for (int i = 0; i < 8; i++) free(owned[i]);
+    done(&t.n, out);
+    return y;
+}
+
+/* A state product big enough for intra-op threads (batch x 4H x H of at
+ * least rnn.c's PAR_MACS): R^T's panels cut into fixed parts, one per
+ * thread, walked backwards on odd steps; lone rows in AVX-512 where the CPU
+ * has it. Against the reference at 2 threads; 1, 2 and 3 threads (a part
+ * more than the pool may have cores) give the same bits; batch 1 (a lone
+ * row) and 5 (a block of 4 and a lone row), forward and bidirectional. */
+static void test_threads_parts(void)
+{
+    unsigned seed = 1201;
+    for (int v = 0; v < 3; v++) {
+        rcase c = {.cell = BD_RNN_LSTM, .direction = v == 2 ? 2 : 0, .dirs = v == 2 ? 2 : 1, .seq = 4,
+                   .batch = v == 1 ? 5 : 1, .isz = 8, .H = 256, .has_b = 1, .has_h0 = 1};
+        fill(&c, seed++);
+        /* weights scaled so that gates stay off saturation over 256 terms */
+        for (int64_t i = 0; i < c.dirs * 4 * c.H * c.H; i++) c.r[i] *= 0.0625f;
+        g_threads = 2;
+        check_case(&c, BRAID_DTYPE_FLOAT, v == 0 ? "threads: batch 1" : v == 1 ? "threads: batch 5" : "threads: bidir");
+        g_threads = 1;
+        float *y1 = y_of(&c, 1), *y2 = y_of(&c, 2), *y3 = y_of(&c, 3);
+        size_t n = (size_t)(c.seq * c.dirs * c.batch * c.H);
+        CHECK(memcmp(y1, y2, n * sizeof *y1) == 0);
+        CHECK(memcmp(y1, y3, n * sizeof *y1) == 0);
+        free(y1), free(y2), free(y3);
+        unfill(&c);
+    }
+}
+
 static braid_status run_node(bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
 {
     braid_status st = bd_op_infer(n, in, out, e);
@@ -847,6 +897,7 @@ int main(void)
     test_lstm_pasted();
     test_cells();
     test_few_steps();
+    test_threads_parts();
     test_activation_lists();
     test_omitted_outputs_and_edges();
     test_rewrite();

@@ -388,24 +388,38 @@ typedef struct panel_job {
     const rnn_run *u;
     const float *a;
     int64_t c0, c1;
+    int64_t p0, p1; /* the panels holding columns [c0, c1) */
+    int parts, wide; /* wide: AVX-512 for lone rows (bd_panel_one) */
 } panel_job;
 
-/* Panel blocks [b0, b1) (BD_PANEL_W * 16 columns each: a fixed split). */
-static void panel_cols(void *ctx, int64_t b0, int64_t b1)
+/* Part q of the panels: a fixed share, the same thread's at every step
+ * (bd_parallel_parts), walked forwards on even steps and backwards on odd
+ * ones. R^T's share of each core then comes from that core's L2 from step to
+ * step where it fits, and when it does not quite, the panels the last step
+ * read last are read first (one direction every step evicts each panel just
+ * before it is read again). Which thread runs a panel and in what order the
+ * panels run change no output's bits: each column is its own FMA chain. */
+static void panel_part(void *ctx, int64_t q, int64_t q1)
 {
+    (void)q1;
     const panel_job *j = ctx;
     float tmp[PANEL_ROWS * BD_PANEL_W];
-    bd_panel_gemm(j->a, j->u->H, j->u->batch, j->u->H, j->u->pk, b0 * 16, BD_MIN(b1 * 16, bd_rnn_panels(j->u->GH)),
-                  j->c0, j->c1, j->u->s, j->u->GH, tmp);
+    int64_t n = j->p1 - j->p0, b0 = j->p0 + q * n / j->parts, b1 = j->p0 + (q + 1) * n / j->parts;
+    int back = (int)(j->u->s_at & 1);
+    for (int64_t i = b0; i < b1; i++) {
+        int64_t pn = back ? b1 - 1 - (i - b0) : i;
+        bd_panel_gemm(j->a, j->u->H, j->u->batch, j->u->H, j->u->pk, pn, pn + 1, j->c0, j->c1, j->u->s, j->u->GH,
+                      tmp, j->wide);
+    }
 }
 
 /* Columns [c0, c1) of S = a (batch, H) R^T from R's panels. */
 static void panel_product(const rnn_run *u, const void *a, int64_t c0, int64_t c1)
 {
-    panel_job j = {u, a, c0, c1};
-    int64_t blocks = BD_CEIL_DIV(bd_rnn_panels(u->GH), 16);
-    int threads = u->batch * u->GH * u->H >= PAR_MACS ? u->k->threads : 1;
-    bd_parallel_for(threads, blocks, 1, panel_cols, &j);
+    panel_job j = {u, a, c0, c1, c0 / BD_PANEL_W, BD_CEIL_DIV(c1, BD_PANEL_W), 1, bd_cpu_vec_level() == 2};
+    int64_t threads = u->batch * (c1 - c0) * u->H >= PAR_MACS ? u->k->threads : 1;
+    j.parts = (int)BD_MAX((int64_t)1, BD_MIN(BD_MIN(threads, (int64_t)64), j.p1 - j.p0));
+    bd_parallel_parts(j.parts, panel_part, &j);
 }
 
 /* The recurrent product S = h R^T of step u->s_at (phase 1: GRU's z and r
