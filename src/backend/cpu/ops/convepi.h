@@ -43,6 +43,21 @@ __attribute__((target("avx512f"))) static inline __m512 pg_exp16(__m512 x)
     return _mm512_mul_ps(_mm512_mul_ps(q, s1), s2);
 }
 
+/* HardSwish (u = v / 6 + 1/2 clamped to [0, 1], then v u) or HardSigmoid
+ * (u = aa v + ab clamped, hsig) in 16 lanes: NaN goes through (a compare
+ * with NaN is false, so the blends keep it). Inlined into the kernels'
+ * epilogues, where a call per vector cost more than a short tile's FMAs. */
+__attribute__((target("avx512f"), always_inline)) static inline __m512 pg_hard16(__m512 v, int hsig, __m512 aa,
+                                                                             __m512 ab)
+{
+    const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+    __m512 u = hsig ? _mm512_add_ps(_mm512_mul_ps(aa, v), ab)
+                    : _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps((float)(1.0 / 6.0))), _mm512_set1_ps(0.5f));
+    u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, zero, _CMP_LT_OQ), u, zero);
+    u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, one, _CMP_GT_OQ), u, one);
+    return hsig ? u : _mm512_mul_ps(v, u);
+}
+
 /* The epilogue of 16 sums v: NaN goes through as the scalar code lets it; z
  * is read under mask only when res is set. */
 __attribute__((target("avx512f"))) static inline __m512 pg_epi16(__m512 v, __m512 bias, const float *z, __mmask16 mask,
@@ -59,15 +74,7 @@ __attribute__((target("avx512f"))) static inline __m512 pg_epi16(__m512 v, __m51
         v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, ab, _CMP_GT_OQ), v, ab);
         break;
     case BD_ACT_HSIGMOID:
-    case BD_ACT_HSWISH: {
-        __m512 u = act == BD_ACT_HSWISH ? _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps((float)(1.0 / 6.0))),
-                                                          _mm512_set1_ps(0.5f))
-                                        : _mm512_add_ps(_mm512_mul_ps(aa, v), ab);
-        u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, zero, _CMP_LT_OQ), u, zero);
-        u = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, one, _CMP_GT_OQ), u, one);
-        v = act == BD_ACT_HSWISH ? _mm512_mul_ps(v, u) : u;
-        break;
-    }
+    case BD_ACT_HSWISH: v = pg_hard16(v, act == BD_ACT_HSIGMOID, aa, ab); break;
     case BD_ACT_SIGMOID:
     case BD_ACT_SILU: {
         __m512 sg = _mm512_div_ps(one, _mm512_add_ps(one, pg_exp16(_mm512_sub_ps(zero, v))));

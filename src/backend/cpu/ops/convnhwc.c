@@ -143,6 +143,8 @@ typedef __mmask16 nk_mask;
         if (!(t)->res && (t)->act <= BD_ACT_RELU) { /* inline: pg_epi16's switch costs more than a short tile */   \
             e_ = _mm512_add_ps((acc), b_);                                                                        \
             if ((t)->act == BD_ACT_RELU) e_ = _mm512_max_ps(e_, _mm512_setzero_ps());                              \
+        } else if (!(t)->res && (t)->act == BD_ACT_HSWISH) { /* MobileNetV3's, after every Conv */                 \
+            e_ = pg_hard16(_mm512_add_ps((acc), b_), 0, b_, b_);                                                  \
         } else {                                                                                                  \
             const float *z_ = (t)->z ? (t)->z + (r) * (t)->ldy + (v) * 16 : NULL;                                  \
             e_ = pg_epi16((acc), b_, z_, (m), (t)->act, _mm512_set1_ps((t)->aa), _mm512_set1_ps((t)->ab),          \
