@@ -5,6 +5,7 @@
  * the per-process choice between it and OpenBLAS, made from what OpenBLAS
  * says of itself (openblas_get_corename()) and what the CPU supports. */
 #include "backend/cpu/sgemm.h"
+#include "backend/cpu/scratch.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -298,7 +299,7 @@ int bd_sgemm_braid(int kernel, int ta, int tb, int64_t m, int64_t n, int64_t k, 
     }
     int64_t kc0 = BD_MIN(k, (int64_t)KC), npad = BD_CEIL_DIV(n, (int64_t)NR) * NR;
     int64_t mc0 = ta ? BD_MIN(BD_CEIL_DIV(m, (int64_t)MR) * MR, (int64_t)MC) : 0; /* A packed only when transposed */
-    float *bp = bd_malloc((size_t)(kc0 * npad + kc0 * mc0) * sizeof(float) + 64);
+    float *bp = bd_scratch_alloc((size_t)(kc0 * npad + kc0 * mc0) * sizeof(float) + 64);
     if (!bp) return -1;
     float *ap = bp + kc0 * npad;
     for (int64_t k0 = 0; k0 < k; k0 += KC) {
@@ -346,7 +347,7 @@ int bd_sgemm_braid(int kernel, int ta, int tb, int64_t m, int64_t n, int64_t k, 
             }
         }
     }
-    bd_free(bp);
+    bd_scratch_free(bp);
     return 0;
 #else
     (void)kernel; (void)ta; (void)tb; (void)m; (void)n; (void)k; (void)alpha; (void)a; (void)lda; (void)b;

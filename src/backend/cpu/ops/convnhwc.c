@@ -23,6 +23,7 @@
  * FMA chain in a fixed tap and channel order: the bits do not depend on the
  * threads. Elsewhere (no AVX2, or more than NK_MAX_TAPS taps) plain loops. */
 #include "convnhwc.h"
+#include "backend/cpu/scratch.h"
 #include "backend/cpu/parallel.h"
 #include "ops/conv.h"
 
@@ -706,7 +707,7 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     if (j.band || (!j.dw && !j.flat && (lo > 0 || hi < j.OW))) {
         j.scratch_n = j.band ? ((BD_CEIL_DIV(j.OH, j.nband) - 1) * g->s[0] + (g->k[0] - 1) * g->d[0] + 1) * dw_rl
                              : g->k[0] * ((j.OW - 1) * s1 + 2 * ((g->k[1] - 1) * g->d[1] + 1)) * j.cg;
-        j.scratch = bd_malloc((size_t)workers * (size_t)BD_MAX(j.scratch_n, (int64_t)1) * sizeof(float));
+        j.scratch = bd_scratch_alloc((size_t)workers * (size_t)BD_MAX(j.scratch_n, (int64_t)1) * sizeof(float));
         if (!j.scratch)
             return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "NHWC Conv: %d border strips of %lld floats", workers,
                            (long long)j.scratch_n);
@@ -715,17 +716,17 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     j.merge = !j.dw && !j.flat && j.sc == 1 && j.sw == j.cg && g->d[1] == 1;
     j.mgp = j.nvec * vl;
     if (!j.dw && !j.panel && j.mg > vl * nvmax && j.KK * j.cg * j.M >= NK_PACK_MIN && pixels >= NK_PACK_PIX) {
-        j.wp = bd_malloc((size_t)(g->group * j.KK * j.cg * j.mgp) * sizeof(float));
+        j.wp = bd_scratch_alloc((size_t)(g->group * j.KK * j.cg * j.mgp) * sizeof(float));
         if (!j.wp) {
-            bd_free(j.scratch);
+            bd_scratch_free(j.scratch);
             return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "NHWC Conv: packed weights of %lld floats",
                            (long long)(g->group * j.KK * j.cg * j.mgp));
         }
         bd_parallel_for(BD_MAX(k->threads, 1), g->group * j.nb, 1, nk_pack, &j);
     }
     bd_parallel_claim(workers, tasks, grain, nk_tasks, &j);
-    bd_free(j.scratch);
-    bd_free(j.wp);
+    bd_scratch_free(j.scratch);
+    bd_scratch_free(j.wp);
     return BRAID_OK;
 }
 #else

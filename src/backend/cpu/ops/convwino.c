@@ -29,6 +29,7 @@
  * Each output is computed from its own tile alone, in a fixed order, so the
  * bits do not depend on the bands, chunks or the thread count. */
 #include <stdatomic.h>
+#include "backend/cpu/scratch.h"
 
 #include "backend/cpu/parallel.h"
 #include "convdirect.h"
@@ -298,17 +299,17 @@ int bd_conv_wino(const bd_kernel *k, const bd_conv_geom *g, const win3 *w)
     int64_t work = g->n * g->c_out * cg * OH * OW * 4; /* the products' multiply-adds (16 per 2x2 tile) */
     int64_t workers = BD_MAX((int64_t)1, BD_MIN(BD_MIN(th, tasks), work / WG_MIN_WORK));
     j.per_worker = 16 * (wg_pos_stride(cg, j.band * TV) + wg_pos_stride(j.mb * WG_MR, j.band * TV));
-    j.wt = bd_malloc((size_t)(g->group * 16 * j.mb * WG_MR * cg) * sizeof(float));
-    j.scratch = bd_malloc((size_t)(workers * j.per_worker) * sizeof(float));
+    j.wt = bd_scratch_alloc((size_t)(g->group * 16 * j.mb * WG_MR * cg) * sizeof(float));
+    j.scratch = bd_scratch_alloc((size_t)(workers * j.per_worker) * sizeof(float));
     if (!j.wt || !j.scratch) {
-        bd_free(j.wt);
-        bd_free(j.scratch);
+        bd_scratch_free(j.wt);
+        bd_scratch_free(j.scratch);
         return -1;
     }
     wg_weights(k->in[1].data, g->group, mg, j.mb, cg, j.wt);
     bd_parallel_claim((int)workers, tasks, 1, wg_tasks, &j);
-    bd_free(j.wt);
-    bd_free(j.scratch);
+    bd_scratch_free(j.wt);
+    bd_scratch_free(j.scratch);
     return 1;
 }
 
@@ -511,18 +512,18 @@ int bd_conv_wino_nhwc(const bd_kernel *k, const bd_conv_geom *g)
     j.per_worker = 16 * (j.us + j.vs);
     int64_t tasks = g->n * j.nchunks, work = g->n * j.M * j.C * j.OH * j.OW * 4;
     int64_t workers = BD_MAX((int64_t)1, BD_MIN(BD_MIN(th, tasks), work / WG_MIN_WORK));
-    float *wt = planned ? NULL : bd_malloc((size_t)bd_conv_wino_floats(j.C, j.M) * sizeof(float));
-    j.scratch = bd_malloc((size_t)(workers * j.per_worker) * sizeof(float));
+    float *wt = planned ? NULL : bd_scratch_alloc((size_t)bd_conv_wino_floats(j.C, j.M) * sizeof(float));
+    j.scratch = bd_scratch_alloc((size_t)(workers * j.per_worker) * sizeof(float));
     if ((!planned && !wt) || !j.scratch) {
-        bd_free(wt);
-        bd_free(j.scratch);
+        bd_scratch_free(wt);
+        bd_scratch_free(j.scratch);
         return -1;
     }
     if (!planned) bd_conv_wino_weights(k->in[1].data, 1, pa->w_panel, j.C, j.M, wt);
     j.wt = planned ? pa->w_wino : wt;
     bd_parallel_claim((int)workers, tasks, 1, wn_tasks, &j);
-    bd_free(wt);
-    bd_free(j.scratch);
+    bd_scratch_free(wt);
+    bd_scratch_free(j.scratch);
     return 1;
 }
 #else

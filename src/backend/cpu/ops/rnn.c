@@ -14,6 +14,7 @@
 #endif
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/scratch.h"
 
 #include <cblas.h>
 #include <string.h>
@@ -650,7 +651,7 @@ braid_status bd_cpu_rnn(const bd_kernel *k)
         bytes[13] = (size_t)(3 * GH) * sizeof(float);         /* sc */
     } else bytes[11] = bytes[12] = bytes[13] = 0;
     for (int i = 0; i < 15; i++) total += (bytes[i] + 63) & ~(size_t)63;
-    mem = bd_malloc(total ? total : 1);
+    mem = bd_scratch_alloc(total ? total : 1);
     BD_CHECK_ALLOC(k->err, mem);
     void *ptr[15];
     for (size_t i = 0, off = 0; i < 15; i++) {
@@ -675,6 +676,6 @@ braid_status bd_cpu_rnn(const bd_kernel *k)
         BD_TRY(run_dir(&u));
     }
 fail:
-    bd_free(mem);
+    bd_scratch_free(mem);
     return st;
 }
