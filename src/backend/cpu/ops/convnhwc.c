@@ -273,7 +273,7 @@ static void (*const dwb_tab[2][2][2][9])(const nk_tile *) = {
     {{DWB_T(5, 1, 1), DWB_T(5, 1, 2)}, {DWB_T(5, 2, 1), DWB_T(5, 2, 2)}},
 };
 
-/* The microkernel of a level, kind (0 gemm, 1 dw, 2 dwi), NV and RB. */
+/* The microkernel of a level, kind (0 gemm, 1 dw, 2 dwi, 3 gemm with whole vectors), NV and RB. */
 static void (*nk_kern(int lvl, int kind, int nv, int rb))(const nk_tile *)
 {
     return lvl == 2 ? nk_tab_512[kind][nv - 1][rb] : nk_tab_256[kind][nv - 1][rb];
@@ -388,6 +388,7 @@ static void nk_flush(const nk_job *j, const nk_tile *t0, int nv, nk_list *L)
     int chunk = L->n > 1 && ntap * cg > kc && t0->ldw <= 64 && !(j->z && j->z < j->y + j->g->n * j->OH * j->OW * j->M &&
                                                    j->y < j->z + j->g->n * j->OH * j->OW * j->M);
     int64_t tpc = chunk && cg <= kc ? kc / cg : 1;           /* taps per chunk (cg <= kc) */
+    int full = t0->nm == lanes ? 3 : 0; /* the kernels without a masked vector */
     int64_t np = chunk && cg > kc ? BD_CEIL_DIV(cg, kc) : 1; /* chunks per tap (cg > kc) */
     if (!chunk) tpc = BD_MAX(ntap, (int64_t)1);
     for (int64_t a = 0; a < ntap || a == 0; a += tpc) /* once at least: a row with no tap inside still gets its bias */
@@ -401,7 +402,7 @@ static void nk_flush(const nk_job *j, const nk_tile *t0, int nv, nk_list *L)
             for (int i = 0; i < L->n; i++) {
                 const nk_item *it = &L->it[i];
                 t.x = it->x, t.y = it->y, t.z = it->z, t.toff = it->toff + a, t.xps = it->xps, t.sc = it->sc;
-                nk_kern(j->lvl, 0, nv, it->r)(&t);
+                nk_kern(j->lvl, full, nv, it->r)(&t);
             }
         }
     L->n = 0;

@@ -15,9 +15,12 @@
  * Each output is one chain of FMAs from 0 in that order, whatever RB and
  * however the tiles are cut, then the epilogue: the same bits for any split. */
 
-/* A gemm tile, RB pixels x NV vectors, RB and NV constants after inlining. */
+/* A gemm tile, RB pixels x NV vectors, RB and NV constants after inlining;
+ * FULL: every vector's lanes whole (t->nm == NV * NK_VL), W's rows read
+ * without a mask (with one, the compiler kept the mask spilled and reloaded
+ * it at every step: 1x1 256->256, one thread, 175 -> 166 us). */
 static inline __attribute__((always_inline)) NK_TARGET void NK_SUF(gemm_body)(const nk_tile *t, const int NV,
-                                                                             const int RB)
+                                                                             const int RB, const int FULL)
 {
     nk_vec acc[8][4];
     const float *xr[8];
@@ -40,7 +43,8 @@ static inline __attribute__((always_inline)) NK_TARGET void NK_SUF(gemm_body)(co
         for (int64_t c = 0; c < t->cg; c++, o += t->sc, w += t->ldw) {
             nk_vec wv[4];
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) wv[v] = v == NV - 1 ? NK_LOADM(w + v * NK_VL, last) : NK_LOAD(w + v * NK_VL);
+            for (int v = 0; v < NV; v++)
+                wv[v] = v == NV - 1 && !FULL ? NK_LOADM(w + v * NK_VL, last) : NK_LOAD(w + v * NK_VL);
 #pragma GCC unroll 8
             for (int r = 0; r < RB; r++) {
                 nk_vec xb = NK_BCAST(xr[r] + o);
@@ -131,6 +135,18 @@ static inline __attribute__((always_inline)) NK_TARGET void NK_SUF(dwi_body)(con
                                                    v == NV - 1 ? t->nm - v * NK_VL : NK_VL);
 }
 
+/* gemm with whole vectors (FULL) and with the last one masked */
+static inline __attribute__((always_inline)) NK_TARGET void NK_SUF(gemmf_body)(const nk_tile *t, const int NV,
+                                                                              const int RB)
+{
+    NK_SUF(gemm_body)(t, NV, RB, 1);
+}
+static inline __attribute__((always_inline)) NK_TARGET void NK_SUF(gemmm_body)(const nk_tile *t, const int NV,
+                                                                              const int RB)
+{
+    NK_SUF(gemm_body)(t, NV, RB, 0);
+}
+
 /* One instance per (kind, NV, RB): the tables below pick them. */
 #define NK_INST(KIND, NV, RB)                                                                                     \
     static NK_TARGET void NK_SUF(KIND##_##NV##_##RB)(const nk_tile *t) { NK_SUF(KIND##_body)(t, NV, RB); }
@@ -147,35 +163,42 @@ static inline __attribute__((always_inline)) NK_TARGET void NK_SUF(dwi_body)(con
     {NULL, NK_SUF(KIND##_##NV##_1), NK_SUF(KIND##_##NV##_2), NK_SUF(KIND##_##NV##_3), NK_SUF(KIND##_##NV##_4),   \
      NK_SUF(KIND##_##NV##_5), NK_SUF(KIND##_##NV##_6), NULL, NULL}
 
-NK_ROWS8(gemm, 1)
+NK_ROWS8(gemmm, 1)
+NK_ROWS8(gemmf, 1)
 NK_ROWS8(dw, 1)
 NK_ROWS8(dwi, 1)
 #if NK_NVMAX == 4
-NK_ROWS8(gemm, 2)
+NK_ROWS8(gemmm, 2)
+NK_ROWS8(gemmf, 2)
 NK_ROWS8(dw, 2)
 NK_ROWS8(dwi, 2)
-NK_ROWS8(gemm, 3)
+NK_ROWS8(gemmm, 3)
+NK_ROWS8(gemmf, 3)
 NK_ROWS8(dw, 3)
 NK_ROWS8(dwi, 3)
-NK_ROWS6(gemm, 4)
+NK_ROWS6(gemmm, 4)
+NK_ROWS6(gemmf, 4)
 NK_ROWS6(dw, 4)
 NK_ROWS6(dwi, 4)
 #else
-NK_ROWS6(gemm, 2)
+NK_ROWS6(gemmm, 2)
+NK_ROWS6(gemmf, 2)
 NK_ROWS6(dw, 2)
 NK_ROWS6(dwi, 2)
 #endif
 
-/* [kind: 0 gemm, 1 dw, 2 dw through pointers][NV - 1][RB]; RB up to nk_rows(NV). */
-static void (*const NK_SUF(nk_tab)[3][NK_NVMAX][9])(const nk_tile *) = {
+/* [kind: 0 gemm, 1 dw, 2 dw through pointers, 3 gemm with whole vectors][NV - 1][RB]; RB up to nk_rows(NV). */
+static void (*const NK_SUF(nk_tab)[4][NK_NVMAX][9])(const nk_tile *) = {
 #if NK_NVMAX == 4
-    {NK_TAB8(gemm, 1), NK_TAB8(gemm, 2), NK_TAB8(gemm, 3), NK_TAB6(gemm, 4)},
+    {NK_TAB8(gemmm, 1), NK_TAB8(gemmm, 2), NK_TAB8(gemmm, 3), NK_TAB6(gemmm, 4)},
     {NK_TAB8(dw, 1), NK_TAB8(dw, 2), NK_TAB8(dw, 3), NK_TAB6(dw, 4)},
     {NK_TAB8(dwi, 1), NK_TAB8(dwi, 2), NK_TAB8(dwi, 3), NK_TAB6(dwi, 4)},
+    {NK_TAB8(gemmf, 1), NK_TAB8(gemmf, 2), NK_TAB8(gemmf, 3), NK_TAB6(gemmf, 4)},
 #else
-    {NK_TAB8(gemm, 1), NK_TAB6(gemm, 2)},
+    {NK_TAB8(gemmm, 1), NK_TAB6(gemmm, 2)},
     {NK_TAB8(dw, 1), NK_TAB6(dw, 2)},
     {NK_TAB8(dwi, 1), NK_TAB6(dwi, 2)},
+    {NK_TAB8(gemmf, 1), NK_TAB6(gemmf, 2)},
 #endif
 };
 
