@@ -299,6 +299,16 @@ static double narrow(int dt, double x)
                                      : bd_bf16_to_float(bd_float_to_bf16((float)x));
 }
 
+/* Case c's node (into t) run on its inputs in dtype dt (into owned, for the
+ * caller to free); its outputs in out. */
+static braid_status run_case(const rcase *c, int dt, rnode *t, bd_tensor *out, void **owned, bd_err *e)
+{
+    bd_tensor in[8];
+    make_node(t, c);
+    make_inputs(c, dt, in, owned);
+    return run(&t->n, in, out, e);
+}
+
 /* Runs case c in dtype dt and checks every output against the reference. */
 static void check_case(rcase *c, int dt, const char *what)
 {
@@ -317,12 +327,10 @@ static void check_case(rcase *c, int dt, const char *what)
            *yc = calloc((size_t)nh + 1, sizeof *yc);
     reference(c, y, yh, yc);
     rnode t;
-    make_node(&t, c);
-    bd_tensor in[8], out[3] = {0};
+    bd_tensor out[3] = {0};
     void *owned[8];
-    make_inputs(c, dt, in, owned);
     bd_err e = {0};
-    braid_status st = run(&t.n, in, out, &e);
+    braid_status st = run_case(c, dt, &t, out, owned, &e);
     CHECK_EQ_INT(st, BRAID_OK);
     if (st) fprintf(stderr, "  %s: %s\n", what, e.msg);
     double *want[3] = {y, yh, yc};
@@ -562,19 +570,16 @@ static void test_omitted_outputs_and_edges(void)
     done(&t.n, out);
 }
 
-/* Runs node n on in and returns its outputs (caller frees data). */
 /* Case c run on `threads` intra-op threads: its Y (float), malloc'ed. */
 static float *y_of(rcase *c, int threads)
 {
     rnode t;
-    make_node(&t, c);
-    bd_tensor in[8], out[3] = {0};
+    bd_tensor out[3] = {0};
     void *owned[8];
-    make_inputs(c, BRAID_DTYPE_FLOAT, in, owned);
     bd_err e = {0};
     int saved = g_threads;
     g_threads = threads;
-    braid_status st = run(&t.n, in, out, &e);
+    braid_status st = run_case(c, BRAID_DTYPE_FLOAT, &t, out, owned, &e);
     g_threads = saved;
     CHECK_EQ_INT(st, BRAID_OK);
     size_t n = (size_t)(c->seq * c->dirs * c->batch * c->H);
@@ -612,6 +617,7 @@ static void test_threads_parts(void)
     }
 }
 
+/* Runs node n on in and returns its outputs (caller frees data). */
 static braid_status run_node(bd_node *n, const bd_tensor *in, bd_tensor *out, bd_err *e)
 {
     braid_status st = bd_op_infer(n, in, out, e);
