@@ -25,7 +25,7 @@ typedef struct call {
     int spin;     /* whether its helpers should spin for the next call: not when the
                    * caller's share is one thread (the other cores run other streams) */
     int parts;    /* bd_parallel_parts: item i goes first to the thread of slot i */
-    unsigned char taken[MAX_THREADS]; /* parts: atomic, whether item i is claimed */
+    uint64_t taken; /* parts: atomic, bit i set once item i is claimed (MAX_THREADS items at most) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
 } call;
@@ -53,13 +53,10 @@ static int64_t share_now(int64_t cap)
 static void drain(call *c, int slot)
 {
     if (c->parts) {
-        for (int64_t i = -1; i < c->n; i++) {
-            int64_t q = i < 0 ? slot : i;
-            if (q >= c->n || __atomic_load_n(&c->taken[q], __ATOMIC_RELAXED) ||
-                __atomic_exchange_n(&c->taken[q], 1, __ATOMIC_ACQ_REL))
-                continue;
-            c->fn(c->ctx, q, q + 1);
-        }
+        if (slot < c->n && !(__atomic_fetch_or(&c->taken, (uint64_t)1 << slot, __ATOMIC_ACQ_REL) >> slot & 1))
+            c->fn(c->ctx, slot, slot + 1);
+        for (int64_t q = 0; q < c->n; q++)
+            if (!(__atomic_fetch_or(&c->taken, (uint64_t)1 << q, __ATOMIC_ACQ_REL) >> q & 1)) c->fn(c->ctx, q, q + 1);
         return;
     }
     for (;;) {

@@ -20,14 +20,22 @@ typedef struct cache {
     void *blk[BD_SCRATCH_SLOTS]; /* header addresses; NULL: empty slot */
     size_t cap[BD_SCRATCH_SLOTS];
     size_t held;
+    int armed; /* cache_end is registered for this thread */
 } cache;
 
 static __thread cache tl_cache;
 static pthread_key_t key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
+/* Frees the block kept in slot i. */
+static void release(cache *c, int i)
+{
+    bd_free(((void **)c->blk[i])[0]);
+    c->held -= c->cap[i];
+    c->blk[i] = NULL;
+}
+
 /* At a thread's end: frees what it kept. */
-static void release(cache *c, int i);
 static void cache_end(void *arg)
 {
     cache *c = arg;
@@ -60,14 +68,6 @@ void *bd_scratch_alloc(size_t n)
     return h + HEAD;
 }
 
-/* Frees the block kept in slot i. */
-static void release(cache *c, int i)
-{
-    bd_free(((void **)c->blk[i])[0]);
-    c->held -= c->cap[i];
-    c->blk[i] = NULL;
-}
-
 void bd_scratch_free(void *p)
 {
     if (!p) return;
@@ -95,8 +95,10 @@ void bd_scratch_free(void *p)
             if (c->blk[i] && (s < 0 || c->cap[i] < c->cap[s])) s = i;
         release(c, s);
     }
-    pthread_once(&key_once, key_make);
-    pthread_setspecific(key, c); /* so that cache_end runs when this thread ends */
+    if (!c->armed) { /* the first block this thread keeps: cache_end frees them when it ends */
+        pthread_once(&key_once, key_make);
+        c->armed = pthread_setspecific(key, c) == 0;
+    }
     c->blk[slot] = h;
     c->cap[slot] = cap;
     c->held += cap;

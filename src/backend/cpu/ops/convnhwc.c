@@ -146,7 +146,7 @@ typedef __mmask16 nk_mask;
             e_ = _mm512_add_ps((acc), b_);                                                                        \
             if ((t)->act == BD_ACT_RELU) e_ = _mm512_max_ps(e_, _mm512_setzero_ps());                              \
         } else if (!(t)->res && (t)->act == BD_ACT_HSWISH) { /* MobileNetV3's, after every Conv */                 \
-            e_ = pg_hard16(_mm512_add_ps((acc), b_), 0, b_, b_);                                                  \
+            e_ = pg_hard16(_mm512_add_ps((acc), b_), 0, _mm512_setzero_ps(), _mm512_setzero_ps());                \
         } else {                                                                                                  \
             const float *z_ = (t)->z ? (t)->z + (r) * (t)->ldy + (v) * 16 : NULL;                                  \
             e_ = pg_epi16((acc), b_, z_, (m), (t)->act, _mm512_set1_ps((t)->aa), _mm512_set1_ps((t)->ab),          \
@@ -273,7 +273,10 @@ static void (*const dwb_tab[2][2][2][9])(const nk_tile *) = {
     {{DWB_T(5, 1, 1), DWB_T(5, 1, 2)}, {DWB_T(5, 2, 1), DWB_T(5, 2, 2)}},
 };
 
-/* The microkernel of a level, kind (0 gemm, 1 dw, 2 dwi, 3 gemm with whole vectors), NV and RB. */
+/* The microkernels' kinds: the rows of nk_tab_512 and nk_tab_256. */
+enum { NK_GEMM, NK_DW, NK_DWI, NK_GEMM_WHOLE /* gemm, every vector's lanes whole */ };
+
+/* The microkernel of a level, kind, NV and RB. */
 static void (*nk_kern(int lvl, int kind, int nv, int rb))(const nk_tile *)
 {
     return lvl == 2 ? nk_tab_512[kind][nv - 1][rb] : nk_tab_256[kind][nv - 1][rb];
@@ -388,9 +391,9 @@ static void nk_flush(const nk_job *j, const nk_tile *t0, int nv, nk_list *L)
     int chunk = L->n > 1 && ntap * cg > kc && t0->ldw <= 64 && !(j->z && j->z < j->y + j->g->n * j->OH * j->OW * j->M &&
                                                    j->y < j->z + j->g->n * j->OH * j->OW * j->M);
     int64_t tpc = chunk && cg <= kc ? kc / cg : 1;           /* taps per chunk (cg <= kc) */
-    int full = t0->nm == lanes ? 3 : 0; /* the kernels without a masked vector */
     int64_t np = chunk && cg > kc ? BD_CEIL_DIV(cg, kc) : 1; /* chunks per tap (cg > kc) */
     if (!chunk) tpc = BD_MAX(ntap, (int64_t)1);
+    int kind = t0->nm == lanes ? NK_GEMM_WHOLE : NK_GEMM;
     for (int64_t a = 0; a < ntap || a == 0; a += tpc) /* once at least: a row with no tap inside still gets its bias */
         for (int64_t q = 0; q < np; q++) {
             int64_t c0 = q * cg / np, c1 = (q + 1) * cg / np;
@@ -402,7 +405,7 @@ static void nk_flush(const nk_job *j, const nk_tile *t0, int nv, nk_list *L)
             for (int i = 0; i < L->n; i++) {
                 const nk_item *it = &L->it[i];
                 t.x = it->x, t.y = it->y, t.z = it->z, t.toff = it->toff + a, t.xps = it->xps, t.sc = it->sc;
-                nk_kern(j->lvl, full, nv, it->r)(&t);
+                nk_kern(j->lvl, kind, nv, it->r)(&t);
             }
         }
     L->n = 0;
@@ -426,7 +429,7 @@ static void nk_run_q(const nk_job *j, nk_tile *t, int nv, int64_t count, int64_t
             if (L->n == NK_ITEMS) nk_flush(j, t, nv, L);
             L->it[L->n++] = (nk_item){t->x, t->z, t->y, t->toff, t->xps, t->sc, (int)r};
         } else {
-            nk_kern(j->lvl, j->dw, nv, (int)r)(t);
+            nk_kern(j->lvl, j->dw ? NK_DW : NK_GEMM, nv, (int)r)(t);
         }
         p0 += r;
     }
@@ -621,7 +624,7 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
                 if (seg == 1) {
                     t.x = xrow + (ow * s1 - g->pb[1]) * j->sw;
                     if (j->dwb) dwb_tab[KW == 5][s1 == 2][nv - 1][r](&t);
-                    else if (j->dw) nk_kern(j->lvl, 1, nv, (int)r)(&t);
+                    else if (j->dw) nk_kern(j->lvl, NK_DW, nv, (int)r)(&t);
                     else nk_run_q(j, &t, nv, r, r, &list);
                     ow += r;
                     continue;
@@ -638,7 +641,7 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
                     }
                 }
                 t.ind = ind;
-                nk_kern(j->lvl, 2, nv, (int)r)(&t);
+                nk_kern(j->lvl, NK_DWI, nv, (int)r)(&t);
                 ow += r;
             }
         }

@@ -29,9 +29,9 @@
  * Each output is computed from its own tile alone, in a fixed order, so the
  * bits do not depend on the bands, chunks or the thread count. */
 #include <stdatomic.h>
-#include "backend/cpu/scratch.h"
 
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/scratch.h"
 #include "convdirect.h"
 #include "convnhwc.h"
 #include "ops/conv.h"
