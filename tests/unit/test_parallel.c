@@ -4,8 +4,10 @@
  * another caller at the same time (two threads calling at once); one caller
  * asking for 2 threads call after call starts one helper, not more
  * (pool_size_test); parts go first to the same thread call after call
- * (parts_test); and a stream thread's share of the budget caps its calls
- * (share_test). */
+ * (parts_test); bd_parallel_affine runs each item once, on the worker
+ * whose range holds it unless that worker stalls, when the others take its
+ * range's back (affine_test); and a stream thread's share of the budget
+ * caps its calls (share_test). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -134,10 +136,71 @@ static void parts_test(void)
     bd_parallel_parts(0, log_part, &l); /* nothing to do */
 }
 
+/* bd_parallel_affine's items: which worker ran each, how often; worker 0
+ * (the caller) sleeps in its first item when `stall` is set. */
+typedef struct aff_log {
+    int n, stall;
+    int runs[256], by[256];
+    int bad_worker;
+} aff_log;
+
+static void aff_item(void *ctx, int64_t worker, int64_t begin, int64_t end)
+{
+    aff_log *l = ctx;
+    if (worker < 0 || worker >= 2) __atomic_add_fetch(&l->bad_worker, 1, __ATOMIC_RELAXED);
+    for (int64_t i = begin; i < end; i++) {
+        __atomic_add_fetch(&l->runs[i], 1, __ATOMIC_RELAXED);
+        l->by[i] = (int)worker;
+        if (l->stall && worker == 0 && i == 0) {
+            struct timespec ts = {0, 20000000}; /* 20 ms: the helper runs out of its own items first */
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static void affine_test(void)
+{
+    /* every item once, for any count and grain; worker indices in range */
+    int bad = 0;
+    for (int r = 0; r < 200; r++) {
+        aff_log l = {.n = 1 + r % 200};
+        bd_parallel_affine(2, l.n, 1 + r % 7, aff_item, &l);
+        for (int i = 0; i < l.n; i++) bad += l.runs[i] != 1;
+        bad += l.bad_worker;
+    }
+    CHECK_EQ_INT(bad, 0);
+    /* the caller stalls in item 0: its range [0, 64) loses its back to the
+     * helper, which has run all of [64, 128) by then; the caller keeps the
+     * item it was in. Counted over 20 calls so that a helper the OS runs late
+     * once does not fail the test: every call runs each item once, and in
+     * most the helper took more than its own half. */
+    int stolen_calls = 0;
+    bad = 0;
+    for (int r = 0; r < 20; r++) {
+        aff_log l = {.n = 128, .stall = 1};
+        bd_parallel_affine(2, l.n, 1, aff_item, &l);
+        int helper_items = 0;
+        for (int i = 0; i < l.n; i++) {
+            bad += l.runs[i] != 1;
+            helper_items += l.by[i] == 1;
+        }
+        bad += l.by[0] != 0;
+        stolen_calls += helper_items > 64;
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK(stolen_calls >= 15);
+    /* one worker: the caller runs everything in order */
+    aff_log l = {.n = 10};
+    bd_parallel_affine(1, l.n, 3, aff_item, &l);
+    for (int i = 0; i < l.n; i++) CHECK(l.runs[i] == 1 && l.by[i] == 0);
+    bd_parallel_affine(2, 0, 1, aff_item, &l); /* nothing to do */
+}
+
 int main(void)
 {
     pool_size_test();
     parts_test();
+    affine_test();
     share_test();
     int ok = 1;
     for (int r = 0; r < 500; r++) ok &= once(1 + r % 7, 1 + r % 50); /* back to back: helpers spinning */

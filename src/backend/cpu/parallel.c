@@ -294,6 +294,61 @@ void bd_parallel_claim(int workers, int64_t n, int64_t grain, void (*fn)(void *,
     bd_parallel_for(workers, workers, 1, claim_chunk, &c);
 }
 
+/* bd_parallel_affine: one range of items per part (thread slot), packed
+ * as (begin, end) in 64 bits so that its owner, claiming from the front, and
+ * a thief, claiming from the back, change it with one compare-and-swap. */
+typedef struct affine_job {
+    void (*fn)(void *, int64_t, int64_t, int64_t);
+    void *ctx;
+    int64_t grain;
+    int parts;
+    uint64_t range[MAX_THREADS]; /* atomic: begin in the low 32 bits, end in the high */
+} affine_job;
+
+/* Claims up to grain items of range r, from its front (own) or its back;
+ * 0 when it is empty. */
+static int affine_take(uint64_t *r, int64_t grain, int front, int64_t *b, int64_t *e)
+{
+    uint64_t v = __atomic_load_n(r, __ATOMIC_RELAXED);
+    for (;;) {
+        int64_t lo = (int64_t)(v & 0xffffffffu), hi = (int64_t)(v >> 32);
+        if (lo >= hi) return 0;
+        int64_t g = BD_MIN(grain, hi - lo);
+        uint64_t w = front ? (uint64_t)(lo + g) | (uint64_t)hi << 32 : (uint64_t)lo | (uint64_t)(hi - g) << 32;
+        if (__atomic_compare_exchange_n(r, &v, w, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            *b = front ? lo : hi - g;
+            *e = front ? lo + g : hi;
+            return 1;
+        }
+    }
+}
+
+static void affine_part(void *ctx, int64_t part, int64_t part_end)
+{
+    (void)part_end;
+    affine_job *a = ctx;
+    int64_t b, e;
+    while (affine_take(&a->range[part], a->grain, 1, &b, &e)) a->fn(a->ctx, part, b, e);
+    for (int q = 1; q < a->parts; q++) /* then the others' last grains */
+        while (affine_take(&a->range[(part + q) % a->parts], a->grain, 0, &b, &e)) a->fn(a->ctx, part, b, e);
+}
+
+void bd_parallel_affine(int workers, int64_t n, int64_t grain, void (*fn)(void *, int64_t, int64_t, int64_t),
+                        void *ctx)
+{
+    if (n <= 0) return;
+    grain = BD_MAX(grain, (int64_t)1);
+    workers = (int)BD_MAX((int64_t)1, BD_MIN((int64_t)BD_MIN(workers, MAX_THREADS), BD_CEIL_DIV(n, grain)));
+    if (workers == 1 || n > 0xffffffffLL) {
+        bd_parallel_claim(workers, n, grain, fn, ctx);
+        return;
+    }
+    affine_job a = {.fn = fn, .ctx = ctx, .grain = grain, .parts = workers};
+    for (int i = 0; i < workers; i++)
+        a.range[i] = (uint64_t)(n * i / workers) | (uint64_t)(n * (i + 1) / workers) << 32;
+    bd_parallel_parts(workers, affine_part, &a);
+}
+
 typedef struct gemm_job {
     int ta, tb, dot; /* dot: the tiles run bd_sgemm_dot with kernel dot */
     int64_t m, n, k, tm, tn, tiles_m;

@@ -53,6 +53,19 @@ bd_parallel_share bd_parallel_set_share(bd_parallel_share s);
 void bd_parallel_claim(int workers, int64_t n, int64_t grain,
                        void (*fn)(void *ctx, int64_t worker, int64_t begin, int64_t end), void *ctx);
 
+/* Like bd_parallel_claim, with each worker's items kept in the same place
+ * call after call: worker w (thread slot w, as in bd_parallel_parts: the
+ * caller 0, the pool's helpers 1...) owns items [w n / W, (w + 1) n / W) and
+ * claims them grain by grain from the front; one that has run out takes
+ * grains from the back of the others' ranges, so a late or preempted thread
+ * still costs little. Kernels whose items follow the data (rows of an image)
+ * then find what the previous kernel wrote in their own core's cache: a
+ * depthwise Conv and the 1x1 Conv after it, both cut by pixels. The same
+ * rule as bd_parallel_claim holds: which thread runs an item never changes
+ * what it computes. */
+void bd_parallel_affine(int workers, int64_t n, int64_t grain,
+                        void (*fn)(void *ctx, int64_t worker, int64_t begin, int64_t end), void *ctx);
+
 /* C = alpha op(A) op(B) + beta C, row-major, on up to `threads` threads. The
  * product is cut into a grid of tiles that depends on M, N and K only (at most
  * BD_GEMM_TILE_M x BD_GEMM_TILE_N, halved down to BD_GEMM_TILE_MIN_M x
