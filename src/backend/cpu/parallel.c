@@ -245,6 +245,77 @@ static void run_call(call *c, int64_t nt)
     pthread_mutex_destroy(&c->mu);
 }
 
+/* bd_parallel_affine: one range of items per part (thread slot), packed
+ * as (begin, end) in 64 bits so that its owner, claiming from the front, and
+ * a thief, claiming from the back, change it with one compare-and-swap. */
+typedef struct affine_job {
+    void (*fn)(void *, int64_t, int64_t, int64_t);
+    void *ctx;
+    int64_t grain;
+    int parts;
+    uint64_t range[MAX_THREADS]; /* atomic: begin in the low 32 bits, end in the high */
+} affine_job;
+
+/* Claims one grain of range r, from its front (own) or its back; 0 when it
+ * is empty. Ranges begin at multiples of the grain, so every grain is
+ * [k grain, (k + 1) grain) cut to n, as bd_parallel_for's always were. */
+static int affine_take(uint64_t *r, int64_t grain, int front, int64_t *b, int64_t *e)
+{
+    uint64_t v = __atomic_load_n(r, __ATOMIC_RELAXED);
+    for (;;) {
+        int64_t lo = (int64_t)(v & 0xffffffffu), hi = (int64_t)(v >> 32);
+        if (lo >= hi) return 0;
+        int64_t nb = front ? lo : (hi - 1) / grain * grain, ne = front ? BD_MIN(lo + grain, hi) : hi;
+        uint64_t w = front ? (uint64_t)ne | (uint64_t)hi << 32 : (uint64_t)lo | (uint64_t)nb << 32;
+        if (__atomic_compare_exchange_n(r, &v, w, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            *b = nb;
+            *e = ne;
+            return 1;
+        }
+    }
+}
+
+static void affine_part(void *ctx, int64_t part, int64_t part_end)
+{
+    (void)part_end;
+    affine_job *a = ctx;
+    int64_t b, e;
+    while (affine_take(&a->range[part], a->grain, 1, &b, &e)) a->fn(a->ctx, part, b, e);
+    for (int q = 1; q < a->parts; q++) /* then the others' last grains */
+        while (affine_take(&a->range[(part + q) % a->parts], a->grain, 0, &b, &e)) a->fn(a->ctx, part, b, e);
+}
+
+void bd_parallel_affine(int workers, int64_t n, int64_t grain, void (*fn)(void *, int64_t, int64_t, int64_t),
+                        void *ctx)
+{
+    if (n <= 0) return;
+    grain = BD_MAX(grain, (int64_t)1);
+    workers = (int)BD_MAX((int64_t)1, BD_MIN((int64_t)BD_MIN(workers, MAX_THREADS), BD_CEIL_DIV(n, grain)));
+    if (workers == 1 || n > 0xffffffffLL) {
+        bd_parallel_claim(workers, n, grain, fn, ctx);
+        return;
+    }
+    affine_job a = {.fn = fn, .ctx = ctx, .grain = grain, .parts = workers};
+    for (int i = 0; i < workers; i++) { /* [n i / W, n (i + 1) / W), the ends rounded down to grains */
+        int64_t lo = n * i / workers / grain * grain, hi = i + 1 < workers ? n * (i + 1) / workers / grain * grain : n;
+        a.range[i] = (uint64_t)lo | (uint64_t)hi << 32;
+    }
+    bd_parallel_parts(workers, affine_part, &a);
+}
+
+/* bd_parallel_for over bd_parallel_affine */
+typedef struct plain_job {
+    void (*fn)(void *, int64_t, int64_t);
+    void *ctx;
+} plain_job;
+
+static void plain_grain(void *ctx, int64_t worker, int64_t begin, int64_t end)
+{
+    (void)worker;
+    const plain_job *p = ctx;
+    p->fn(p->ctx, begin, end);
+}
+
 void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void *, int64_t, int64_t), void *ctx)
 {
     if (n <= 0) return;
@@ -253,7 +324,19 @@ void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void 
     if (nt <= 1) { fn(ctx, 0, n); return; }
     /* Grains of about an eighth of a thread's share (at least min_chunk):
      * late helpers leave little to wait for, and a grain's call costs little. */
-    call cl = {.fn = fn, .ctx = ctx, .n = n, .grain = BD_MAX(BD_MAX(min_chunk, (int64_t)1), n / (nt * 8))};
+    int64_t grain = BD_MAX(BD_MAX(min_chunk, (int64_t)1), n / (nt * 8));
+    /* With the whole budget for this call (a serial plan's, or no plan's),
+     * each thread starts on its own contiguous share, so that consecutive
+     * kernels over the same data (elementwise ops on an NHWC map, the Conv
+     * after them) run its same part on the same core; the grains are the
+     * same. While other streams share the budget, one counter for all, so
+     * that helpers join between grains as soon as the share grows. */
+    if (share_now(nt) >= nt && n <= 0xffffffffLL) {
+        plain_job pj = {fn, ctx};
+        bd_parallel_affine((int)nt, n, grain, plain_grain, &pj);
+        return;
+    }
+    call cl = {.fn = fn, .ctx = ctx, .n = n, .grain = grain};
     run_call(&cl, nt);
 }
 
@@ -292,61 +375,6 @@ void bd_parallel_claim(int workers, int64_t n, int64_t grain, void (*fn)(void *,
     workers = (int)BD_MAX((int64_t)1, BD_MIN((int64_t)workers, BD_CEIL_DIV(n, c.grain)));
     if (workers == 1) { fn(ctx, 0, 0, n); return; }
     bd_parallel_for(workers, workers, 1, claim_chunk, &c);
-}
-
-/* bd_parallel_affine: one range of items per part (thread slot), packed
- * as (begin, end) in 64 bits so that its owner, claiming from the front, and
- * a thief, claiming from the back, change it with one compare-and-swap. */
-typedef struct affine_job {
-    void (*fn)(void *, int64_t, int64_t, int64_t);
-    void *ctx;
-    int64_t grain;
-    int parts;
-    uint64_t range[MAX_THREADS]; /* atomic: begin in the low 32 bits, end in the high */
-} affine_job;
-
-/* Claims up to grain items of range r, from its front (own) or its back;
- * 0 when it is empty. */
-static int affine_take(uint64_t *r, int64_t grain, int front, int64_t *b, int64_t *e)
-{
-    uint64_t v = __atomic_load_n(r, __ATOMIC_RELAXED);
-    for (;;) {
-        int64_t lo = (int64_t)(v & 0xffffffffu), hi = (int64_t)(v >> 32);
-        if (lo >= hi) return 0;
-        int64_t g = BD_MIN(grain, hi - lo);
-        uint64_t w = front ? (uint64_t)(lo + g) | (uint64_t)hi << 32 : (uint64_t)lo | (uint64_t)(hi - g) << 32;
-        if (__atomic_compare_exchange_n(r, &v, w, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-            *b = front ? lo : hi - g;
-            *e = front ? lo + g : hi;
-            return 1;
-        }
-    }
-}
-
-static void affine_part(void *ctx, int64_t part, int64_t part_end)
-{
-    (void)part_end;
-    affine_job *a = ctx;
-    int64_t b, e;
-    while (affine_take(&a->range[part], a->grain, 1, &b, &e)) a->fn(a->ctx, part, b, e);
-    for (int q = 1; q < a->parts; q++) /* then the others' last grains */
-        while (affine_take(&a->range[(part + q) % a->parts], a->grain, 0, &b, &e)) a->fn(a->ctx, part, b, e);
-}
-
-void bd_parallel_affine(int workers, int64_t n, int64_t grain, void (*fn)(void *, int64_t, int64_t, int64_t),
-                        void *ctx)
-{
-    if (n <= 0) return;
-    grain = BD_MAX(grain, (int64_t)1);
-    workers = (int)BD_MAX((int64_t)1, BD_MIN((int64_t)BD_MIN(workers, MAX_THREADS), BD_CEIL_DIV(n, grain)));
-    if (workers == 1 || n > 0xffffffffLL) {
-        bd_parallel_claim(workers, n, grain, fn, ctx);
-        return;
-    }
-    affine_job a = {.fn = fn, .ctx = ctx, .grain = grain, .parts = workers};
-    for (int i = 0; i < workers; i++)
-        a.range[i] = (uint64_t)(n * i / workers) | (uint64_t)(n * (i + 1) / workers) << 32;
-    bd_parallel_parts(workers, affine_part, &a);
 }
 
 typedef struct gemm_job {
