@@ -1,6 +1,7 @@
 /* parallel.c: bd_parallel_for (grains of items claimed by the caller and by
- * helper threads of a process-wide pool) and the tiled,
- * thread-count-independent bd_sgemm over OpenBLAS. */
+ * helper threads of a process-wide pool, each thread from its own range
+ * first when the call has the whole budget: bd_parallel_affine), parts,
+ * claims, and the tiled, thread-count-independent bd_sgemm over OpenBLAS. */
 #include "backend/cpu/parallel.h"
 
 #include <cblas.h>

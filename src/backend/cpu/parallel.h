@@ -12,8 +12,13 @@
  * items (about an eighth of a thread's share) that the caller and up to
  * threads - 1 helper threads of a process-wide pool claim one after another:
  * a helper that wakes late finds less to do, and the caller never waits for
- * one that has not started. Every item is run once; which thread runs it,
- * and how the items are grouped, never changes what it computes. */
+ * one that has not started. With the whole budget for the call, each thread
+ * starts on its own contiguous share of the grains (bd_parallel_affine), so
+ * that kernels one after another over the same data run the same part on
+ * the same core; while other streams share the budget, all claim from one
+ * counter and helpers join between grains as the share grows. Every item is
+ * run once; which thread runs it, and how the items are grouped, never
+ * changes what it computes. */
 void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void *ctx, int64_t begin, int64_t end),
                      void *ctx);
 
@@ -60,9 +65,10 @@ void bd_parallel_claim(int workers, int64_t n, int64_t grain,
  * grains from the back of the others' ranges, so a late or preempted thread
  * still costs little. Kernels whose items follow the data (rows of an image)
  * then find what the previous kernel wrote in their own core's cache: a
- * depthwise Conv and the 1x1 Conv after it, both cut by pixels. The same
- * rule as bd_parallel_claim holds: which thread runs an item never changes
- * what it computes. */
+ * depthwise Conv and the 1x1 Conv after it, both cut by pixels. Its
+ * threads are those the share allows when the call starts. The same rule
+ * as bd_parallel_claim holds: which thread runs an item never changes what
+ * it computes. */
 void bd_parallel_affine(int workers, int64_t n, int64_t grain,
                         void (*fn)(void *ctx, int64_t worker, int64_t begin, int64_t end), void *ctx);
 
