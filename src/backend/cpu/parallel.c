@@ -7,6 +7,7 @@
 #include <cblas.h>
 #include <pthread.h>
 
+#include "backend/cpu/scratch.h"
 #include "backend/cpu/sgemm.h"
 #include "util/common.h"
 
@@ -462,10 +463,16 @@ void bd_sgemm(int threads, int trans_a, int trans_b, int64_t m, int64_t n, int64
      * kernel whatever OpenBLAS runs; it read B once where OpenBLAS packs it
      * (1.1x at 64 rows, 3x at 4, 8x at 1 row, on Zen 4 against Cooperlake).
      * Decided by the whole product's shape, so every tile takes the same. */
-    if (dotk) j.dot = bd_sgemm_cpu_kernel();
+    float *apad = NULL;
+    if (dotk) {
+        j.dot = bd_sgemm_cpu_kernel();
+        int64_t lp;
+        if (j.dot && (apad = bd_sgemm_dot_pad(m, k, a, lda, &lp))) j.a = apad, j.lda = lp; /* once, not per tile */
+    }
     int64_t tiles = j.tiles_m * BD_CEIL_DIV(n, tn);
     /* A thread is worth its start-up only for some work: 2^21 multiply-adds. */
     int64_t per_tile = BD_MIN(m, tm) * BD_MIN(n, tn) * BD_MAX(k, 1);
     int64_t min_tiles = BD_MAX((int64_t)1, ((int64_t)1 << 21) / BD_MAX(per_tile, 1));
     bd_parallel_for(threads, tiles, min_tiles, gemm_tiles, &j);
+    bd_scratch_free(apad);
 }
