@@ -2,12 +2,15 @@
  * runs) and bd_sgemm's tiling, against a double-precision reference: odd
  * sizes that leave vector and panel tails, every transpose, alpha and beta
  * (beta 0 must ignore NaN in C), K of 0 and over one 256-block, empty dims;
- * and bits that do not depend on the thread count or on how the product is
- * cut into tiles. */
+ * bits that do not depend on the thread count or on how the product is
+ * cut into tiles; and the dot kernel's padded copy of A (rows a multiple of
+ * 1 KiB apart) giving the bits of A at any other stride (test_dot_pad). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/scratch.h"
 #include "backend/cpu/sgemm.h"
 #include "check.h"
 #include "util/common.h"
@@ -191,9 +194,51 @@ static void test_desc(void)
     printf("gemm: %s\n", d);
 }
 
+/* A's rows 1024 or 512 floats apart are copied to a padded stride first
+ * (bd_sgemm_dot_pad): the same bits as the same A at a stride that is not
+ * padded, by each dot kernel called directly and, for the CPU's own (the
+ * one bd_sgemm takes), through bd_sgemm on 1 and 2 threads; within the fp32
+ * bound of the reference. */
+static void test_dot_pad(void)
+{
+    int best = bd_sgemm_cpu_kernel();
+    static const int64_t dims[][3] = {{20, 70, 1024}, {5, 33, 512}, {2, 9, 256}};
+    for (int kern = BD_SGEMM_AVX2; kern <= best; kern++)
+        for (size_t d = 0; d < sizeof dims / sizeof *dims; d++) {
+            int64_t m = dims[d][0], n = dims[d][1], k = dims[d][2], lo = k + 5, lp;
+            unsigned seed = 11 + (unsigned)d;
+            float *a = malloc(sizeof(float) * (size_t)(m * k)), *ao = malloc(sizeof(float) * (size_t)(m * lo));
+            float *b = malloc(sizeof(float) * (size_t)(n * k)), *c0 = calloc((size_t)(m * n), sizeof(float));
+            float *c[4];
+            for (int64_t i = 0; i < m * k; i++) a[i] = frand(&seed);
+            for (int64_t i = 0; i < m; i++) memcpy(ao + i * lo, a + i * k, sizeof(float) * (size_t)k);
+            for (int64_t i = 0; i < n * k; i++) b[i] = frand(&seed);
+            for (int v = 0; v < 4; v++) c[v] = calloc((size_t)(m * n), sizeof(float));
+            float *ap = bd_sgemm_dot_pad(m, k, a, k, &lp); /* padded: rows k floats apart */
+            CHECK(ap != NULL && lp % 256 != 0 && lp >= k);
+            bd_scratch_free(ap);
+            CHECK(bd_sgemm_dot_pad(m, k, ao, lo, &lp) == NULL); /* not a multiple of 1 KiB: left as it is */
+            CHECK_EQ_INT(bd_sgemm_dot(kern, m, n, k, 1.0f, ao, lo, b, k, 0.0f, c[0], n), 0);
+            CHECK_EQ_INT(bd_sgemm_dot(kern, m, n, k, 1.0f, a, k, b, k, 0.0f, c[1], n), 0);
+            CHECK(memcmp(c[0], c[1], sizeof(float) * (size_t)(m * n)) == 0);
+            if (kern == best) { /* bd_sgemm takes the CPU's own dot kernel, padding A once for its tiles */
+                bd_sgemm(1, 0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, c[2], n);
+                bd_sgemm(2, 0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, c[3], n);
+                for (int v = 2; v < 4; v++) CHECK(memcmp(c[0], c[v], sizeof(float) * (size_t)(m * n)) == 0);
+            }
+            CHECK(rel_err(0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, c0, c[1], n) <= (double)(k + 4) * 0x1p-24);
+            for (int v = 0; v < 4; v++) free(c[v]);
+            free(a);
+            free(ao);
+            free(b);
+            free(c0);
+        }
+}
+
 int main(void)
 {
     test_kernels();
+    test_dot_pad();
     test_rows_independent();
     test_empty_and_k0();
     test_desc();

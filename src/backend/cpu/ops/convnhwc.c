@@ -21,7 +21,8 @@
  * cut into (channel block, image, output row) tasks, or pixel chunks for the
  * flat 1x1 case (as many as a multiple of the threads, so that each thread's
  * pixels are whole chunks), and each output is one FMA chain in a fixed tap
- * and channel order whatever the cut: the bits do not depend on the threads. Elsewhere (no AVX2, or more than NK_MAX_TAPS taps) plain loops. */
+ * and channel order whatever the cut: the bits do not depend on the threads.
+ * Elsewhere (no AVX2, or more than NK_MAX_TAPS taps) plain loops. */
 #include "convnhwc.h"
 #include "backend/cpu/scratch.h"
 #include "backend/cpu/parallel.h"
@@ -532,7 +533,7 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
             nk_dw_band(j, &t, nv, n, oh0, oh0 + q + (bi2 < rem), mc, strip, toff, tw);
             continue;
         }
-        if (j->flat) { /* pixels [u * chunk, ...) of all N * H * W, one tap */
+        if (j->flat) { /* chunk u of the units balanced ones of all N * H * W pixels, one tap */
             int64_t p0 = u * j->pixels / j->units, cnt = (u + 1) * j->pixels / j->units - p0;
             toff[0] = 0;
             tw[0] = j->dw ? j->w + mc : wb;
