@@ -3,8 +3,8 @@
  * sizes that leave vector and panel tails, every transpose, alpha and beta
  * (beta 0 must ignore NaN in C), K of 0 and over one 256-block, empty dims;
  * bits that do not depend on the thread count or on how the product is
- * cut into tiles; and the dot kernel's padded copy of A (rows a multiple of
- * 1 KiB apart) giving the bits of A at any other stride (test_dot_pad). */
+ * cut into tiles; and bd_sgemm's padded copy of A (rows a multiple of 1 KiB
+ * apart) giving the bits of A at any other stride (test_dot_pad). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,9 +195,9 @@ static void test_desc(void)
 }
 
 /* A's rows 1024 or 512 floats apart are copied to a padded stride first
- * (bd_sgemm_dot_pad): the same bits as the same A at a stride that is not
- * padded, by each dot kernel called directly and, for the CPU's own (the
- * one bd_sgemm takes), through bd_sgemm on 1 and 2 threads; within the fp32
+ * by bd_sgemm (bd_sgemm_dot_pad): each dot kernel gives the same bits at
+ * either stride, and bd_sgemm on 1 and 2 threads, which pads, gives the
+ * bits of its kernel (the CPU's own) on the unpadded A; within the fp32
  * bound of the reference. */
 static void test_dot_pad(void)
 {

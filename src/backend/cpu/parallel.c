@@ -333,7 +333,7 @@ void bd_parallel_for(int threads, int64_t n, int64_t min_chunk, void (*fn)(void 
      * after them) run its same part on the same core; the grains are the
      * same. While other streams share the budget, one counter for all, so
      * that helpers join between grains as soon as the share grows. */
-    if (share_now(nt) >= nt && n <= 0xffffffffLL) {
+    if (share_now(nt) >= nt) {
         plain_job pj = {fn, ctx};
         bd_parallel_affine((int)nt, n, grain, plain_grain, &pj);
         return;

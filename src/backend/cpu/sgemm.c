@@ -260,10 +260,15 @@ DEF_DOT(dot_avx512, "avx512f,fma", __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps,
 DEF_DOT(dot_avx2, "avx2,fma", __m256, 8, _mm256_loadu_ps, _mm256_fmadd_ps, _mm256_setzero_ps, hsum256)
 #endif
 
+int64_t bd_sgemm_dot_lda(int64_t m, int64_t k, int64_t lda)
+{
+    return m < 2 || k < 256 || lda % 256 != 0 ? lda : (k + 15) / 16 * 16 + 16;
+}
+
 float *bd_sgemm_dot_pad(int64_t m, int64_t k, const float *a, int64_t lda, int64_t *lda_out)
 {
-    if (m < 2 || k < 256 || lda % 256 != 0) return NULL;
-    int64_t lp = (k + 15) / 16 * 16 + 16;
+    int64_t lp = bd_sgemm_dot_lda(m, k, lda);
+    if (lp == lda) return NULL;
     float *ap = bd_scratch_alloc((size_t)(m * lp) * sizeof(float));
     if (!ap) return NULL; /* then the rows in place: slower, the same bits */
     for (int64_t i = 0; i < m; i++) memcpy(ap + i * lp, a + i * lda, (size_t)k * sizeof(float));
@@ -275,13 +280,9 @@ int bd_sgemm_dot(int kernel, int64_t m, int64_t n, int64_t k, float alpha, const
                  const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
 #ifdef BD_SGEMM_X86
-    if (kernel != BD_SGEMM_AVX512 && kernel != BD_SGEMM_AVX2) return -1;
-    int64_t lp;
-    float *ap = bd_sgemm_dot_pad(m, k, a, lda, &lp);
-    if (ap) a = ap, lda = lp;
     if (kernel == BD_SGEMM_AVX512) dot_avx512(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    else dot_avx2(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    bd_scratch_free(ap);
+    else if (kernel == BD_SGEMM_AVX2) dot_avx2(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    else return -1;
     return 0;
 #else
     (void)kernel; (void)m; (void)n; (void)k; (void)alpha; (void)a; (void)lda; (void)b; (void)ldb; (void)beta;

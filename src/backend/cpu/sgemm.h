@@ -55,13 +55,16 @@ int bd_sgemm_braid(int kernel, int ta, int tb, int64_t m, int64_t n, int64_t k, 
 /* A's rows a multiple of 1 KiB apart (K = 256, 512, 1024...) fall on a few
  * L1 sets, and B's rows, the same stride when K is their length, on the
  * same ones: 4 rows of B and 4 or more of A in one 12-way set at every step
- * of the dot kernel, so A is read from L2 again and again. This copies A
- * (m >= 2 rows, K >= 256) to rows one cache line longer than K's vectors
- * (bd_scratch_alloc'ed; *lda_out their stride), which spread over the sets;
- * NULL where A is fine as it is (or no memory: then A in place, the same
- * bits). ddddocr_common's 20 x 1024 x 8210 on one Xeon core: 5.2-7.4 ->
- * 3.7-4.0 ms. bd_sgemm_dot pads by itself; bd_sgemm pads once for all its
- * tiles. Free with bd_scratch_free. */
+ * of the dot kernel, so A is read from L2 again and again (ddddocr_common's
+ * 20 x 1024 x 8210 on one Xeon core: 5.2-7.4 -> 3.7-4.0 ms with A padded).
+ * bd_sgemm_dot_lda: the stride A of m rows of k should have for the kernel,
+ * lda itself where it is fine, else rows one cache line longer than K's
+ * vectors; a caller that lays A out itself uses it (conv.c's dot path).
+ * bd_sgemm_dot_pad: a copy of A at that stride (bd_scratch_alloc'ed, free
+ * with bd_scratch_free; *lda_out its stride), or NULL where A is fine as it
+ * is or there is no memory (then A in place: the same bits). bd_sgemm pads
+ * once for all its tiles; bd_sgemm_dot takes A as it is given. */
+int64_t bd_sgemm_dot_lda(int64_t m, int64_t k, int64_t lda);
 float *bd_sgemm_dot_pad(int64_t m, int64_t k, const float *a, int64_t lda, int64_t *lda_out);
 int bd_sgemm_dot(int kernel, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                  const float *b, int64_t ldb, float beta, float *c, int64_t ldc);

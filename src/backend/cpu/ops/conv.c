@@ -696,7 +696,8 @@ static void pg_dw_tasks(void *ctx, int64_t wi, int64_t tb, int64_t te)
 
 typedef struct pdot_job {
     const pg_job *j;
-    const float *a; /* (image, group) x q x kk */
+    const float *a; /* (image, group) x q rows of kk, lda apart */
+    int64_t lda;
     float *c;       /* (image, group) x q x mg */
     int64_t mchunk, chunks, kernel;
 } pdot_job;
@@ -714,9 +715,9 @@ static void pdot_tasks(void *ctx, int64_t wi, int64_t begin, int64_t end)
     for (int64_t task = begin; task < end; task++) {
         int64_t pair = task / d->chunks, m0 = (task % d->chunks) * d->mchunk, m1 = BD_MIN(m0 + d->mchunk, j->mg);
         int64_t n = pair / j->g->group, gi = pair % j->g->group;
-        const float *a = d->a + pair * p->q * j->kk;
+        const float *a = d->a + pair * p->q * d->lda;
         float *c = d->c + pair * p->q * j->mg;
-        bd_sgemm_dot((int)d->kernel, p->q, m1 - m0, j->kk, 1.0f, a, j->kk, j->wt + (gi * j->mg + m0) * j->kk, j->kk,
+        bd_sgemm_dot((int)d->kernel, p->q, m1 - m0, j->kk, 1.0f, a, d->lda, j->wt + (gi * j->mg + m0) * j->kk, j->kk,
                      0.0f, c + m0, j->mg);
         for (int64_t m = m0; m < m1; m++) {
             int64_t oc = gi * j->mg + m, plane = n * j->g->c_out + oc;
@@ -734,8 +735,8 @@ static int conv_fewq(const pg_job *j, braid_status *st)
     const pgeo *p = j->p;
     const bd_conv_geom *g = j->g;
     if (p->q > PG_DOT_MAX_Q || j->kk < 16) return 0;
-    int64_t pairs = g->n * g->group, cg = g->c_in / g->group;
-    float *a = bd_malloc((size_t)(pairs * p->q * j->kk) * sizeof *a);
+    int64_t pairs = g->n * g->group, cg = g->c_in / g->group, lda = bd_sgemm_dot_lda(p->q, j->kk, j->kk);
+    float *a = bd_malloc((size_t)(pairs * p->q * lda) * sizeof *a);
     float *c = bd_malloc((size_t)(pairs * p->q * j->mg) * sizeof *c);
     if (!a || !c) {
         bd_free(a), bd_free(c);
@@ -746,12 +747,12 @@ static int conv_fewq(const pg_job *j, braid_status *st)
         int64_t n = pr / g->group, gi = pr % g->group;
         const float *b = j->buf + (n * g->c_in + gi * cg) * p->chan;
         for (int64_t q = 0; q < p->q; q++)
-            for (int64_t kx = 0; kx < j->kk; kx++) a[(pr * p->q + q) * j->kk + kx] = b[j->off[kx] + q];
+            for (int64_t kx = 0; kx < j->kk; kx++) a[(pr * p->q + q) * lda + kx] = b[j->off[kx] + q];
     }
     int64_t th = BD_MAX(j->k->threads, 1), per = BD_MAX(p->q * j->kk, (int64_t)1);
     /* chunks of output channels: a multiple of 4 (the dot kernel's block), enough for the threads */
     int64_t mchunk = BD_MAX((int64_t)4, (BD_CEIL_DIV(j->mg, th) + 3) / 4 * 4);
-    pdot_job d = {j, a, c, mchunk, BD_CEIL_DIV(j->mg, mchunk), j->lvl == 2 ? BD_SGEMM_AVX512 : BD_SGEMM_AVX2};
+    pdot_job d = {j, a, lda, c, mchunk, BD_CEIL_DIV(j->mg, mchunk), j->lvl == 2 ? BD_SGEMM_AVX512 : BD_SGEMM_AVX2};
     int64_t tasks = pairs * d.chunks, workers = BD_MIN(th, tasks / BD_MAX((int64_t)1, PG_MIN_WORK / (per * mchunk)));
     bd_parallel_claim((int)BD_MAX(workers, (int64_t)1), tasks, 1, pdot_tasks, &d);
     bd_free(a), bd_free(c);

@@ -298,9 +298,8 @@ typedef struct nk_job {
     int64_t C, M, H, W, OH, OW, cg, mg, sc, sh, sw;
     int64_t nvec, nb;  /* vectors of a group's channels, blocks they are cut into */
     int64_t units;     /* per block: output rows (N * OH), or pixel chunks (flat) */
-    int64_t blocks;    /* gemm: group * nb */
+    int64_t blocks;    /* gemm: group * nb; flat gemm tasks are unit-major (a chunk's blocks in a row), the others block-major */
     int64_t pixels;    /* flat: N * H * W, in `units` chunks of balanced sizes */
-    int umajor;        /* gemm tasks unit-major (a unit's blocks one after another), not block-major */
     int64_t KK, mgp;   /* taps; a group's channels rounded up to whole vectors (wp) */
     float *scratch;    /* gemm with border pixels: per worker, scratch_n floats for nk_strip */
     float *wp;         /* or NULL: W packed per channel block, (group, block, tap, c, the block's lanes) */
@@ -508,8 +507,8 @@ static void nk_tasks(void *ctx, int64_t worker, int64_t begin, int64_t end)
     for (int64_t task = begin; task < end; task++)
     for (int64_t sub = 0; sub < (j->dw && !j->band ? j->nb : 1); sub++) {
         /* dwb bands: a task is (unit, block), the band's copy being per block anyway */
-        int64_t blk = j->band ? task % j->nb : j->dw ? sub : j->umajor ? task % j->blocks : task / j->units;
-        int64_t u = j->band ? task / j->nb : j->dw ? task : j->umajor ? task / j->blocks : task % j->units;
+        int64_t blk = j->band ? task % j->nb : j->dw ? sub : j->flat ? task % j->blocks : task / j->units;
+        int64_t u = j->band ? task / j->nb : j->dw ? task : j->flat ? task / j->blocks : task % j->units;
         int64_t gi = j->dw ? 0 : blk / j->nb, bi = j->dw ? blk : blk % j->nb, m0;
         int nv;
         nk_block(j, bi, &m0, &nv);
@@ -722,7 +721,8 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
     }
     int64_t pixels = g->n * j.OH * j.OW;
     *done = 1;
-    int64_t blocks = j.dw ? j.nb : g->group * j.nb, tasks = j.dw && !j.band ? j.units : blocks * j.units;
+    j.blocks = g->group * j.nb;
+    int64_t blocks = j.dw ? j.nb : j.blocks, tasks = j.dw && !j.band ? j.units : blocks * j.units;
     if (tasks == 0 || j.OW == 0 || j.mg == 0) return BRAID_OK;
     int64_t px = j.flat ? BD_CEIL_DIV(j.pixels, j.units) : j.OW * (j.band ? BD_CEIL_DIV(j.OH, j.nband) : 1);
     int64_t macs = BD_MAX(px * g->k[0] * g->k[1] * BD_MAX(j.cg, (int64_t)1) *
@@ -763,8 +763,6 @@ static braid_status conv_vec(const bd_kernel *k, const bd_conv_geom *g, int *don
      * back; through bench-cpu's workers 1.06-1.15 -> 0.95-1.06 of
      * onnxruntime. A gemm of several blocks keeps each block's tasks
      * together instead (its W in cache). */
-    j.blocks = g->group * j.nb;
-    j.umajor = j.flat && !j.dw;
     if (j.dw || j.flat || j.blocks == 1) bd_parallel_affine(workers, tasks, grain, nk_tasks, &j);
     else bd_parallel_claim(workers, tasks, grain, nk_tasks, &j);
     bd_scratch_free(j.scratch);
