@@ -195,14 +195,26 @@ typedef struct bd_cuda_module {
     /* The process-wide cache of tuned cuDNN algorithms (cuda_logic.h): lookups
      * that found a choice, lookups that did not, choices kept. */
     void (*algo_stats)(long *hits, long *misses, int *entries);
+    /* 1: libbraid_cuda_emu.so, the CUDA backend on braid's emulated device
+     * (src/backend/cuda/emu/), loaded only when BRAID_CUDA_EMULATOR=1. */
+    int emulated;
+    /* The emulator's reports so far (races, host touches of device memory,
+     * failed stand-ins); last gets the latest text. 0 on a real device. */
+    long (*reports)(char *last, size_t n);
 } bd_cuda_module;
 #define BD_CUDA_MODULE_ABI                                                                            \
     ((unsigned long)sizeof(bd_backend) * 1000003ul + sizeof(bd_prepared) * 10007ul +               \
-     sizeof(bd_inst) * 101ul + sizeof(bd_graph) * 7ul + sizeof(bd_node) + sizeof(bd_plan) * 3ul + 1ul)
+     sizeof(bd_inst) * 101ul + sizeof(bd_graph) * 7ul + sizeof(bd_node) + sizeof(bd_plan) * 3ul + 2ul)
 #define BD_CUDA_MODULE_FILE "libbraid_cuda.so"
+#define BD_CUDA_EMU_MODULE_FILE "libbraid_cuda_emu.so"
+/* The switch that runs the CUDA backend on braid's emulated device. */
+#define BD_CUDA_EMULATOR_ENV "BRAID_CUDA_EMULATOR"
 /* The CUDA backend, loaded once per process: from $BRAID_CUDA_MODULE when
  * set, else beside the library or program that holds braid (or in ../lib
- * from it), else braid's install libdir, else the loader's search path. NULL when it cannot be
+ * from it), else braid's install libdir, else the loader's search path. With
+ * BRAID_CUDA_EMULATOR=1, the emulated one (libbraid_cuda_emu.so, or
+ * $BRAID_CUDA_EMULATOR_MODULE) the same way, and never the other: a module
+ * that is not what was asked for is refused. NULL when it cannot be
  * loaded (or braid was built without CUDA); *why then says why. */
 const bd_cuda_module *bd_cuda_module_load(char *why, size_t n);
 

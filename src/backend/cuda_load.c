@@ -1,7 +1,9 @@
 /* cuda_load.c: finds and loads the CUDA backend, which lives in its own
  * library (libbraid_cuda.so, linked against cuDNN and cuBLAS) so that braid
- * itself starts and runs on the CPU on machines without them. Loaded once
- * per process, on the first session that may use CUDA, and never unloaded. */
+ * itself starts and runs on the CPU on machines without them; with
+ * BRAID_CUDA_EMULATOR=1, the same backend on braid's emulated device
+ * (libbraid_cuda_emu.so, src/backend/cuda/emu/). Loaded once per process, on
+ * the first session that may use CUDA, and never unloaded. */
 #define _GNU_SOURCE 1 /* dladdr */
 #include "backend/backend.h"
 
@@ -24,6 +26,7 @@
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const bd_cuda_module *loaded;
 static char load_error[512];
+static int want_emu; /* BRAID_CUDA_EMULATOR=1: the emulated device, and only it */
 
 /* Tries one path; 1 when the module is loaded. Keeps the first error of a
  * file that exists (its missing dependency is the news), else the last. */
@@ -37,9 +40,14 @@ static int try_path(const char *path, int *saw_file)
         return 0;
     }
     const bd_cuda_module *m = dlsym(h, "braid_cuda_module");
-    if (!m || m->abi != BD_CUDA_MODULE_ABI || strcmp(m->version, braid_version()) != 0) {
-        snprintf(load_error, sizeof load_error, "%s is not the CUDA backend of this braid (%s)", path,
-                 m ? "another build" : "no braid_cuda_module in it");
+    const char *why = !m ? "no braid_cuda_module in it"
+                    : m->abi != BD_CUDA_MODULE_ABI || strcmp(m->version, braid_version()) != 0 ? "another build"
+                    : m->emulated && !want_emu ? "the emulated device, which only " BD_CUDA_EMULATOR_ENV "=1 selects"
+                    : !m->emulated && want_emu ? "a real device's backend, not the emulated one " BD_CUDA_EMULATOR_ENV
+                                                 "=1 asks for"
+                    : NULL;
+    if (why) {
+        snprintf(load_error, sizeof load_error, "%s is not the CUDA backend of this braid (%s)", path, why);
         *saw_file = 1;
         dlclose(h);
         return 0;
@@ -52,7 +60,10 @@ static void load_once(void)
 {
     int saw_file = 0;
     char path[4096];
-    const char *env = getenv("BRAID_CUDA_MODULE");
+    const char *emu = getenv(BD_CUDA_EMULATOR_ENV);
+    want_emu = emu && !strcmp(emu, "1");
+    const char *file = want_emu ? BD_CUDA_EMU_MODULE_FILE : BD_CUDA_MODULE_FILE;
+    const char *env = getenv(want_emu ? "BRAID_CUDA_EMULATOR_MODULE" : "BRAID_CUDA_MODULE");
     if (env && *env) { /* an explicit choice is final */
         try_path(env, &saw_file);
         return;
@@ -62,20 +73,24 @@ static void load_once(void)
         char dir[3072];
         snprintf(dir, sizeof dir, "%s", info.dli_fname);
         *strrchr(dir, '/') = '\0';
-        snprintf(path, sizeof path, "%s/" BD_CUDA_MODULE_FILE, dir);
+        snprintf(path, sizeof path, "%s/%s", dir, file);
         if (try_path(path, &saw_file)) return;
         /* an installed program: PREFIX/bin/braid finds PREFIX/lib/libbraid_cuda.so */
-        snprintf(path, sizeof path, "%s/../" BRAID_MODULE_RELDIR "/" BD_CUDA_MODULE_FILE, dir);
+        snprintf(path, sizeof path, "%s/../" BRAID_MODULE_RELDIR "/%s", dir, file);
         if (try_path(path, &saw_file)) return;
     }
-    if (BRAID_MODULE_DIR[0] && try_path(BRAID_MODULE_DIR "/" BD_CUDA_MODULE_FILE, &saw_file)) return;
-    try_path(BD_CUDA_MODULE_FILE, &saw_file); /* the loader's search path */
+    if (BRAID_MODULE_DIR[0]) {
+        snprintf(path, sizeof path, BRAID_MODULE_DIR "/%s", file);
+        if (try_path(path, &saw_file)) return;
+    }
+    try_path(file, &saw_file); /* the loader's search path */
 }
 
 const bd_cuda_module *bd_cuda_module_load(char *why, size_t n)
 {
     pthread_once(&once, load_once);
-    if (!loaded && why && n) snprintf(why, n, "the CUDA backend library could not be loaded: %s", load_error);
+    if (!loaded && why && n)
+        snprintf(why, n, "the %sCUDA backend library could not be loaded: %s", want_emu ? "emulated " : "", load_error);
     return loaded;
 }
 #else

@@ -126,6 +126,15 @@ void bd_cuda_plan_release(void *state, bd_prepared *p);
 braid_status bd_cuda_plan_run(void *state, bd_prepared *p, const bd_tensor *inputs, bd_err *e);
 void bd_cuda_plan_graph_info(void *state, const bd_prepared *p, bd_graph_report *r);
 
+/* The device under the backend (device.c, or the emulator of emu/ in
+ * libbraid_cuda_emu.so): what happens around each node's launcher (the
+ * emulator queues the node's CPU stand-in when it ends; end returns st, or
+ * the failure to queue it), and the emulator's reports so far (0 on a real
+ * device; last gets the latest report's text). */
+void bd_cuda_dev_node_begin(const bd_cuda_kernel *k, int pool_stream);
+braid_status bd_cuda_dev_node_end(const bd_cuda_kernel *k, braid_status st);
+long bd_cuda_dev_reports(char *last, size_t n);
+
 #define BD_CU_COUNT(s, field, d)                                                                  \
     bd_cu_count_field((s), offsetof(bd_cuda_live, field), (d))
 void bd_cu_count_field(cuda_state *s, size_t offset, long delta);

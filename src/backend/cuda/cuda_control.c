@@ -295,7 +295,8 @@ braid_status bd_cuda_node_launch(cuda_state *s, bd_prepared *p, int li, int pool
     if (host) {
         BD_TRY(bd_cuda_host_launch(s, k));
     } else if (!(flags & BD_OPF_SUBGRAPHS)) {
-        BD_TRY(bd_cuda_run(k));
+        bd_cuda_dev_node_begin(k, pool_stream);
+        BD_TRY(bd_cuda_dev_node_end(k, bd_cuda_run(k)));
     } else {
         nest_ctx *c = *k->cache;
         if (!c) {

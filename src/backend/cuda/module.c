@@ -1,7 +1,12 @@
-/* module.c: the entry point of libbraid_cuda.so, the CUDA backend's own
- * library: the one symbol braid looks up when it loads the backend
+/* module.c: the entry point of libbraid_cuda.so (and of libbraid_cuda_emu.so,
+ * the same backend on the emulated device), the CUDA backend's own library:
+ * the one symbol braid looks up when it loads the backend
  * (src/backend/cuda_load.c). */
 #include "backend/cuda/cuda_backend.h"
+
+#ifndef BD_CUDA_EMULATED
+#define BD_CUDA_EMULATED 0 /* libbraid_cuda_emu.so compiles this file with 1 */
+#endif
 
 static void global_counts(long live[6])
 {
@@ -18,4 +23,6 @@ __attribute__((visibility("default"))) const bd_cuda_module braid_cuda_module = 
     .probe = bd_cuda_probe,
     .global_counts = global_counts,
     .algo_stats = bd_algo_cache_stats,
+    .emulated = BD_CUDA_EMULATED,
+    .reports = bd_cuda_dev_reports,
 };
