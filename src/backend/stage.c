@@ -148,6 +148,19 @@ static braid_status next_stage(bd_prepared *p, const bd_tensor *actual, int64_t 
     return BRAID_OK;
 }
 
+/* Where the host reads value v (now t) of stage q after its run: the
+ * backend's memory itself when the host can read all of it (the CPU), else
+ * the stage's host-visible copy of the graph output that v is (out_data,
+ * which the run filled: on a device the value itself lives in device
+ * memory), unless the kernel put v elsewhere (a size only it knew). NULL:
+ * the caller copies it through the runner's read. */
+static const void *host_view(const bd_runner *r, const bd_prepared *q, int v, const bd_tensor *t)
+{
+    if (r->host_mem) return t->data;
+    if (!r->host_out || !q->out_data || q->val_out[v] < 0 || t->data != q->vals[v].data) return NULL;
+    return q->out_data[q->val_out[v]];
+}
+
 braid_status bd_stages_run(bd_prepared *p, const bd_tensor *inputs, bd_run_out *outs, bd_prepared **last, bd_err *e)
 {
     braid_status st = BRAID_OK;
@@ -186,12 +199,9 @@ braid_status bd_stages_run(bd_prepared *p, const bd_tensor *inputs, bd_run_out *
             out->t = p->inst.vals[v];
             out->host = p->inst.vals[v].data;
             out->t.data = p->vals[v].data; /* the backend's copy */
-        } else if (q && (q->inst.vflag[v] & BD_IV_RUNTIME)) {
-            out->t = q->actual[v];
-            out->host = r->host_mem || (r->host_out && !(q->inst.vflag[v] & BD_IV_ALLOC)) ? out->t.data : NULL;
         } else if (q) {
-            out->t = q->vals[v];
-            out->host = r->host_mem || r->host_out ? out->t.data : NULL;
+            out->t = (q->inst.vflag[v] & BD_IV_RUNTIME) ? q->actual[v] : q->vals[v];
+            out->host = host_view(r, q, v, &out->t);
         } else {
             st = BD_FAIL(e, BRAID_ERR_INTERNAL, "output '%s' was made by no stage", g->values[v].name);
             goto fail;
