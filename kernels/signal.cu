@@ -81,8 +81,13 @@ static braid_status run_dft(const bd_cuda_kernel *k)
                          (double)(tbytes + (size_t)(c->slots * per)) / 1048576.0, cudaGetErrorString(ce));
             goto fail;
         }
-        if ((ce = cudaMemcpy(c->table, host, tbytes, cudaMemcpyHostToDevice)) != cudaSuccess) {
-            st = bd_cu_fail_cuda(e, "cudaMemcpy(DFT tables)", ce, __FILE__, __LINE__);
+        /* On the node's stream, which the kernel below follows: a plain
+         * cudaMemcpy from pageable memory runs on the legacy stream and may
+         * return before its DMA lands, which a non-blocking stream does not
+         * wait for. From pageable memory the bytes are staged before the call
+         * returns, so host can go at once. */
+        if ((ce = cudaMemcpyAsync(c->table, host, tbytes, cudaMemcpyHostToDevice, k->stream)) != cudaSuccess) {
+            st = bd_cu_fail_cuda(e, "cudaMemcpyAsync(DFT tables)", ce, __FILE__, __LINE__);
             goto fail;
         }
         bd_free(host);
