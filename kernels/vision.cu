@@ -1,14 +1,16 @@
 /* vision.cu: CUDA kernels of the vision op family, on the formulas of
  * src/ops/vision.h that the CPU kernels run: GridSample, AffineGrid, RoiAlign
- * and MaxRoiPool with one thread per output element, and NonMaxSuppression
- * with one thread per (batch, class) (a sort and the greedy selection), then
- * one thread that packs the selections in order; the selected count comes
- * back to the host (a stream synchronization), as the output's actual shape. */
+ * and MaxRoiPool with one thread per output element. NonMaxSuppression runs
+ * on the host (bd_cuda_on_host, the CPU kernel): its output's size is its
+ * selected count, which the host must read whatever computes it, and its
+ * greedy selection is serial per (batch, class), a poor fit for the GPU's
+ * threads (the kernel it replaces ran one thread per class). */
 #include <float.h>
 
 #include "common.cuh"
 
 extern "C" {
+#include "backend/cpu/cpu_ops.h"
 #include "ops/vision.h"
 #include "util/dtype.h"
 }
@@ -273,121 +275,6 @@ static braid_status run_roi(const bd_cuda_kernel *k)
     return BRAID_OK;
 }
 
-/* ---- NonMaxSuppression ----------------------------------------------------- */
-
-/* Orders candidate a before b: higher score, then lower index; NaN last. */
-__device__ __forceinline__ bool nms_before(const float *sc, int64_t a, int64_t b)
-{
-    float x = sc[a], y = sc[b];
-    bool xn = x != x, yn = y != y;
-    if (xn != yn) return yn;
-    if (!xn && x != y) return x > y;
-    return a < b;
-}
-
-/* One thread per (batch, class): candidates over the threshold, heap-sorted,
- * then the greedy selection; sel (B*C, N) and counts (B*C). */
-__global__ void k_nms_class(const float *__restrict__ boxes, const float *__restrict__ scores,
-                            const int64_t *__restrict__ max_p, const float *__restrict__ iou_p,
-                            const float *__restrict__ thr_p, int center, int64_t B, int64_t C, int64_t N,
-                            int64_t *__restrict__ cand, int64_t *__restrict__ sel, int64_t *__restrict__ counts)
-{
-    BD_CU_LOOP(bc, B * C)
-    {
-        const int64_t b = bc / C;
-        const float *sc = scores + bc * N, *bx = boxes + b * N * 4;
-        int64_t max_out = max_p ? *max_p : 0, nc = 0, ns = 0;
-        float iou = iou_p ? *iou_p : 0.0f;
-        int64_t *cd = cand + bc * N, *sl = sel + bc * N;
-        if (max_out > N) max_out = N;
-        for (int64_t i = 0; i < N && max_out > 0; i++)
-            if (!thr_p || sc[i] > *thr_p) cd[nc++] = i;
-        /* heap sort, "before" as the order (the root holds the last in order) */
-        for (int64_t s = nc / 2 - 1; s >= 0; s--)
-            for (int64_t r = s, c; (c = 2 * r + 1) < nc; r = c) {
-                if (c + 1 < nc && nms_before(sc, cd[c], cd[c + 1])) c++;
-                if (!nms_before(sc, cd[r], cd[c])) break;
-                int64_t t = cd[r]; cd[r] = cd[c]; cd[c] = t;
-            }
-        for (int64_t end = nc - 1; end > 0; end--) {
-            int64_t t = cd[0]; cd[0] = cd[end]; cd[end] = t;
-            for (int64_t r = 0, c; (c = 2 * r + 1) < end; r = c) {
-                if (c + 1 < end && nms_before(sc, cd[c], cd[c + 1])) c++;
-                if (!nms_before(sc, cd[r], cd[c])) break;
-                t = cd[r]; cd[r] = cd[c]; cd[c] = t;
-            }
-        }
-        for (int64_t i = 0; i < nc && ns < max_out; i++) {
-            bool keep = true;
-            for (int64_t s = 0; s < ns && keep; s++)
-                keep = !bd_nms_suppress_f(bx + cd[i] * 4, bx + sl[s] * 4, center, iou);
-            if (keep) sl[ns++] = cd[i];
-        }
-        counts[bc] = ns;
-    }
-}
-
-/* One thread: the selections in (batch, class) order into y, the total into *total. */
-__global__ void k_nms_pack(const int64_t *__restrict__ sel, const int64_t *__restrict__ counts, int64_t B,
-                           int64_t C, int64_t N, int64_t *__restrict__ y, int64_t *__restrict__ total)
-{
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    int64_t o = 0;
-    for (int64_t bc = 0; bc < B * C; bc++)
-        for (int64_t i = 0; i < counts[bc]; i++, o++)
-            y[3 * o] = bc / C, y[3 * o + 1] = bc % C, y[3 * o + 2] = sel[bc * N + i];
-    *total = o;
-}
-
-struct nms_cache {
-    size_t bytes;
-    int64_t *buf;
-};
-
-static braid_status run_nms(const bd_cuda_kernel *k)
-{
-    const bd_vision_params *p = (const bd_vision_params *)k->node->params;
-    const int64_t B = k->in[0].dims[0], N = k->in[0].dims[1], C = k->in[1].dims[1];
-    const void *opt[3] = {NULL, NULL, NULL};
-    for (int i = 2; i < 5; i++)
-        if (i < k->n_in && k->in[i].dtype && bd_numel(&k->in[i]) == 1) opt[i - 2] = k->in[i].data;
-    if (B * C * N == 0 || !opt[0]) {
-        k->out[0].dims[0] = 0;
-        return BRAID_OK;
-    }
-    size_t bytes = (size_t)(2 * B * C * N + B * C + 1) * sizeof(int64_t);
-    nms_cache *c = (nms_cache *)*k->cache;
-    if (!c || c->bytes < bytes) {
-        if (c) bd_cuda_scratch_free(c->buf), bd_free(c);
-        *k->cache = NULL;
-        c = (nms_cache *)bd_calloc(1, sizeof *c);
-        if (!c) return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
-        cudaError_t ce = bd_cuda_scratch_alloc((void **)&c->buf, bytes);
-        if (ce != cudaSuccess) {
-            bd_free(c);
-            return BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "cannot allocate %.1f MiB of scratch for "
-                           "NonMaxSuppression: %s", (double)bytes / 1048576.0, cudaGetErrorString(ce));
-        }
-        c->bytes = bytes;
-        *k->cache = c;
-    }
-    int64_t *cand = c->buf, *sel = cand + B * C * N, *counts = sel + B * C * N, *total = counts + B * C;
-    k_nms_class<<<bd_cu_grid(B * C, 64), 64, 0, k->stream>>>(
-        (const float *)k->in[0].data, (const float *)k->in[1].data, (const int64_t *)opt[0], (const float *)opt[1],
-        (const float *)opt[2], p->center_point_box, B, C, N, cand, sel, counts);
-    BD_CU_CHECK_LAUNCH(k, "the NonMaxSuppression kernel");
-    k_nms_pack<<<1, 1, 0, k->stream>>>(sel, counts, B, C, N, (int64_t *)k->out[0].data, total);
-    BD_CU_CHECK_LAUNCH(k, "the NonMaxSuppression packing kernel");
-    int64_t count = 0;
-    BD_CU_CHECK_CALL(k, cudaMemcpyAsync(&count, total, sizeof count, cudaMemcpyDeviceToHost, k->stream));
-    BD_CU_CHECK_CALL(k, cudaStreamSynchronize(k->stream));
-    if (count > k->out[0].dims[0])
-        return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "NonMaxSuppression selected %lld boxes, more than the %lld "
-                       "inference allowed", (long long)count, (long long)k->out[0].dims[0]);
-    k->out[0].dims[0] = count;
-    return BRAID_OK;
-}
-
 extern "C" braid_status bd_cuda_vision(const bd_cuda_kernel *k)
 {
     const bd_vision_params *p = (const bd_vision_params *)k->node->params;
@@ -406,16 +293,12 @@ extern "C" braid_status bd_cuda_vision(const bd_cuda_kernel *k)
     }
     case BD_OP_RoiAlign:
     case BD_OP_MaxRoiPool: return run_roi(k);
-    case BD_OP_NonMaxSuppression: return run_nms(k);
+    case BD_OP_NonMaxSuppression: return bd_cuda_on_host(k, bd_cpu_vision);
     default: return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "op %s is not in the vision family", k->node->op_type);
     }
 }
 
 extern "C" void bd_cuda_vision_free(const bd_node *n, void *cache)
 {
-    if (cache && n->op == BD_OP_NonMaxSuppression) {
-        nms_cache *c = (nms_cache *)cache;
-        bd_cuda_scratch_free(c->buf);
-        bd_free(c);
-    }
+    (void)n, (void)cache;
 }

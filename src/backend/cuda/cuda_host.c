@@ -125,3 +125,59 @@ fail:
     bd_free(own);
     return st;
 }
+
+braid_status bd_cuda_on_host(const bd_cuda_kernel *k, braid_status (*cpu)(const bd_kernel *))
+{
+    braid_status st = BRAID_OK;
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    bd_tensor *hin = bd_calloc((size_t)k->n_in + 1, sizeof *hin), *hout = bd_calloc((size_t)k->n_out + 1, sizeof *hout);
+    BD_CHECK_ALLOC(k->err, hin && hout);
+    BD_CUDA_TRY(k->err, cudaStreamIsCapturing(k->stream, &cap));
+    if (cap != cudaStreamCaptureStatusNone) {
+        st = BD_FAIL(k->err, BRAID_ERR_UNSUPPORTED, "op %s has a shape known only from its input values, computed "
+                     "on the host: it cannot run in a CUDA graph", k->node->op_type);
+        goto fail;
+    }
+    for (int i = 0; i < k->n_in; i++) {
+        size_t nb = 0;
+        hin[i] = k->in[i];
+        hin[i].data = NULL;
+        if (!k->in[i].dtype || !k->in[i].data) continue;
+        if (k->host_in && k->host_in[i].data) { /* known when the plan was made */
+            hin[i].data = k->host_in[i].data;
+            continue;
+        }
+        BD_TRY(bd_tensor_nbytes(&k->in[i], &nb, k->err));
+        hin[i].data = bd_malloc(nb ? nb : 1);
+        BD_CHECK_ALLOC(k->err, hin[i].data);
+        if (nb) BD_CUDA_TRY(k->err, cudaMemcpyAsync(hin[i].data, k->in[i].data, nb, cudaMemcpyDeviceToHost, k->stream));
+    }
+    for (int i = 0; i < k->n_out; i++) {
+        size_t nb = 0;
+        hout[i] = k->out[i];
+        hout[i].data = NULL;
+        if (!k->out[i].data) continue;
+        BD_TRY(bd_tensor_nbytes(&k->out[i], &nb, k->err));
+        hout[i].data = bd_malloc(nb ? nb : 1);
+        BD_CHECK_ALLOC(k->err, hout[i].data);
+    }
+    BD_CUDA_TRY(k->err, cudaStreamSynchronize(k->stream)); /* the inputs are on the host */
+    bd_kernel hk = {.node = k->node, .in = hin, .n_in = k->n_in, .out = hout, .n_out = k->n_out, .threads = 1,
+                    .err = k->err};
+    BD_TRY(cpu(&hk));
+    for (int i = 0; i < k->n_out; i++) {
+        size_t nb = 0;
+        memcpy(k->out[i].dims, hout[i].dims, sizeof hout[i].dims); /* the actual shape */
+        if (!hout[i].data) continue;
+        BD_TRY(bd_tensor_nbytes(&hout[i], &nb, k->err));
+        if (nb) BD_CUDA_TRY(k->err, cudaMemcpyAsync(k->out[i].data, hout[i].data, nb, cudaMemcpyHostToDevice, k->stream));
+    }
+    BD_CUDA_TRY(k->err, cudaStreamSynchronize(k->stream)); /* before the host buffers go */
+fail:
+    for (int i = 0; hin && i < k->n_in; i++)
+        if (hin[i].data && !(k->host_in && k->host_in[i].data == hin[i].data)) bd_free(hin[i].data);
+    for (int i = 0; hout && i < k->n_out; i++) bd_free(hout[i].data);
+    bd_free(hin);
+    bd_free(hout);
+    return st;
+}

@@ -49,6 +49,15 @@ void bd_cu_note(const bd_cuda_kernel *k, const char *fmt, ...) __attribute__((fo
 BD_FAMILIES(X)
 #undef X
 
+/* Runs node k on the host with the CPU backend's kernel cpu: its inputs
+ * copied to the host (one synchronization of its stream), its outputs back,
+ * their actual dims written (src/backend/cuda/cuda_host.c). For ops whose
+ * output shape only their input values decide (NonZero, Unique,
+ * NonMaxSuppression...): the host must read those values whatever computes
+ * the op, and one definition of the op is kept. Refused in a graph capture. */
+struct bd_kernel;
+braid_status bd_cuda_on_host(const bd_cuda_kernel *k, braid_status (*cpu)(const struct bd_kernel *));
+
 /* Dispatch through the family of k->node->op. */
 braid_status bd_cuda_run(const bd_cuda_kernel *k);
 void bd_cuda_free_cache(const bd_node *n, void *cache);
