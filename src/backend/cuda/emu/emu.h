@@ -124,6 +124,7 @@ typedef struct emu_state {
     long fault_kernel;      /* that N, 0: none */
     char fault_node[256];   /* BRAID_CUDA_EMULATOR_FAULT=node:NAME */
     int capturing_global;   /* global-mode captures in progress, all threads */
+    int trace;              /* BRAID_CUDA_EMULATOR_TRACE=1: every operation on stderr as it is enqueued */
     /* counts of live objects, for the tests */
     long live_streams, live_events, live_graphs;
 } emu_state;

@@ -247,6 +247,8 @@ cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, 
 typedef struct emu_standin {
     const bd_node *node;
     int n_in, n_out;
+    int n_slots;         /* in's entries: every input slot of the node, those past n_in omitted, as
+                          * kernels may read them (bd_node_slots) */
     bd_tensor *in, *out; /* as the launcher left them: device addresses, final shapes */
 } emu_standin;
 
@@ -263,24 +265,24 @@ emu_standin *emu_standin_copy(const emu_standin *x)
     emu_standin *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     *s = *x;
-    s->in = malloc(((size_t)x->n_in + 1) * sizeof *s->in);
+    s->in = malloc(((size_t)x->n_slots + 1) * sizeof *s->in);
     s->out = malloc(((size_t)x->n_out + 1) * sizeof *s->out);
     if (!s->in || !s->out) { emu_standin_free(s); return NULL; }
-    memcpy(s->in, x->in, (size_t)x->n_in * sizeof *s->in);
+    memcpy(s->in, x->in, (size_t)x->n_slots * sizeof *s->in);
     memcpy(s->out, x->out, (size_t)x->n_out * sizeof *s->out);
     return s;
 }
 
 int emu_standin_run(emu_standin *s, char *err, size_t n)
 {
-    bd_tensor *in = malloc(((size_t)s->n_in + 1) * sizeof *in), *out = malloc(((size_t)s->n_out + 1) * sizeof *out);
+    bd_tensor *in = malloc(((size_t)s->n_slots + 1) * sizeof *in), *out = malloc(((size_t)s->n_out + 1) * sizeof *out);
     if (!in || !out) {
         free(in);
         free(out);
         snprintf(err, n, "out of memory");
         return 1;
     }
-    for (int i = 0; i < s->n_in; i++) {
+    for (int i = 0; i < s->n_slots; i++) {
         in[i] = s->in[i];
         if (in[i].data) in[i].data = emu_work_ptr(in[i].data);
     }
@@ -333,14 +335,15 @@ braid_status bd_cuda_dev_node_end(const bd_cuda_kernel *k, braid_status st)
             s->node = k->node;
             s->n_in = k->n_in;
             s->n_out = k->n_out;
-            s->in = malloc(((size_t)k->n_in + 1) * sizeof *s->in);
+            s->n_slots = BD_MAX(k->n_in, bd_node_slots(k->node));
+            s->in = malloc(((size_t)s->n_slots + 1) * sizeof *s->in);
             s->out = malloc(((size_t)k->n_out + 1) * sizeof *s->out);
         }
         if (!s || !s->in || !s->out) {
             emu_standin_free(s);
             st = BD_FAIL(k->err, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
         } else {
-            memcpy(s->in, k->in, (size_t)k->n_in * sizeof *s->in);
+            memcpy(s->in, k->in, (size_t)s->n_slots * sizeof *s->in); /* the walk zeroes those past n_in */
             memcpy(s->out, k->out, (size_t)k->n_out * sizeof *s->out);
             char what[300];
             snprintf(what, sizeof what, "node '%s' (%s): the CPU kernel standing in for it", k->node->name,
@@ -381,3 +384,4 @@ long bd_cuda_dev_reports(char *last, size_t n)
     emu_unlock();
     return r;
 }
+

@@ -12,7 +12,9 @@
  *   BRAID_CUDA_EMULATOR_FAULT=kernel:N|node:NAME  that kernel launch (or the
  *                                          node's first) faults asynchronously
  *                                          with an illegal address
- *   BRAID_CUDA_EMULATOR_SEED=N             the fake timings' seed */
+ *   BRAID_CUDA_EMULATOR_SEED=N             the fake timings' seed
+ *   BRAID_CUDA_EMULATOR_TRACE=1            every operation, with what it reads and
+ *                                          writes, on stderr as it is enqueued */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +144,12 @@ static const emu_device h200 = {"NVIDIA H200 (emulated by braid)", 150754820096u
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static cudaError_t init_err;
 
+static int bd_env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "on") || !strcmp(v, "true"));
+}
+
 void openblas_set_num_threads(int n); /* the stand-ins' GEMMs run on their stream's worker alone */
 
 static void init_once(void)
@@ -163,6 +171,7 @@ static void init_once(void)
     if (fault && !strncmp(fault, "kernel:", 7)) emu.fault_kernel = atol(fault + 7);
     else if (fault && !strncmp(fault, "node:", 5)) snprintf(emu.fault_node, sizeof emu.fault_node, "%s", fault + 5);
     parse_fails(getenv("BRAID_CUDA_EMULATOR_FAIL"));
+    emu.trace = bd_env_flag("BRAID_CUDA_EMULATOR_TRACE");
     emu_lock();
     emu.legacy = emu_stream_new(0);
     if (emu.legacy) emu.legacy->legacy = 1;

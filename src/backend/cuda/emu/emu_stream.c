@@ -258,6 +258,13 @@ cudaError_t emu_enqueue(emu_stream *s, emu_op *op, const emu_access *acc, int n_
     snprintf(what, sizeof what, "%s", op->what);
     snprintf(op->what, sizeof op->what, "%s on %s", what, emu_stream_name(s, name, sizeof name));
     emu_oprec_put(op->id, s->lane, seq, op->what);
+    if (emu.trace) {
+        fprintf(stderr, "braid CUDA emulator: trace: #%llu %s", (unsigned long long)op->id, op->what);
+        for (int k = 0; k < n_acc; k++)
+            fprintf(stderr, "%s %s %p+%zu", k ? "," : ";", acc[k].write ? "writes" : "reads", (void *)acc[k].addr,
+                    acc[k].n);
+        fprintf(stderr, "\n");
+    }
     int bad = -1, rc = emu_check(op->id, s->lane, seq, &vc, acc, n_acc, &bad);
     if (bad >= 0 && op->kind != EMU_OP_COPY && op->kind != EMU_OP_SET) {
         /* On a GPU: an illegal address when the work runs, sticky. */
