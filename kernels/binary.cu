@@ -183,7 +183,7 @@ static braid_status fold(const bd_cuda_kernel *k, Op op)
         int64_t n = bd_numel(out);
         if (n > 0)
             BD_CU_CHECK_CALL(k, cudaMemcpyAsync(out->data, k->in[0].data, (size_t)n * sizeof(S),
-                                                cudaMemcpyDeviceToDevice, k->stream));
+                                                cudaMemcpyDefault, k->stream));
         return BRAID_OK;
     }
     bd_tensor view;

@@ -57,7 +57,7 @@ extern "C" braid_status bd_cuda_cast(const bd_cuda_kernel *k)
                        bd_dtype_name(sd), bd_dtype_name(dd));
     if (n <= 0) return BRAID_OK;
     if (sd == dd) {
-        BD_CU_CHECK_CALL(k, cudaMemcpyAsync(k->out[0].data, k->in[0].data, (size_t)n * ss, cudaMemcpyDeviceToDevice,
+        BD_CU_CHECK_CALL(k, cudaMemcpyAsync(k->out[0].data, k->in[0].data, (size_t)n * ss, cudaMemcpyDefault,
                                             k->stream));
         return BRAID_OK;
     }

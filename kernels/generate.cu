@@ -100,7 +100,7 @@ extern "C" braid_status bd_cuda_generate(const bd_cuda_kernel *k)
                            nbytes, p->nbytes);
         /* p->bytes lives as long as the node, so the copy may finish later. */
         if (nbytes)
-            BD_CU_CHECK_CALL(k, cudaMemcpyAsync(y->data, p->bytes, nbytes, cudaMemcpyHostToDevice, k->stream));
+            BD_CU_CHECK_CALL(k, cudaMemcpyAsync(y->data, p->bytes, nbytes, cudaMemcpyDefault, k->stream));
         return BRAID_OK;
     case BD_OP_ConstantOfShape: {
         size_t es = p->nbytes;

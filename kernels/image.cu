@@ -37,7 +37,7 @@ extern "C" braid_status bd_cuda_image(const bd_cuda_kernel *k)
     } else if (nin) {
         hin = (uint8_t *)bd_malloc(nin);
         BD_CHECK_ALLOC(k->err, hin);
-        BD_CUDA_TRY(k->err, cudaMemcpyAsync(hin, x->data, nin, cudaMemcpyDeviceToHost, k->stream));
+        BD_CUDA_TRY(k->err, cudaMemcpyAsync(hin, x->data, nin, cudaMemcpyDefault, k->stream));
         BD_CUDA_TRY(k->err, cudaStreamSynchronize(k->stream));
         bytes = hin;
     }
@@ -45,7 +45,7 @@ extern "C" braid_status bd_cuda_image(const bd_cuda_kernel *k)
     BD_CHECK_ALLOC(k->err, hout);
     BD_TRY(bd_img_decode(bytes, nin, p->format, y->dims[0], y->dims[1], hout, k->err));
     if (nout) {
-        BD_CUDA_TRY(k->err, cudaMemcpyAsync(y->data, hout, nout, cudaMemcpyHostToDevice, k->stream));
+        BD_CUDA_TRY(k->err, cudaMemcpyAsync(y->data, hout, nout, cudaMemcpyDefault, k->stream));
         BD_CUDA_TRY(k->err, cudaStreamSynchronize(k->stream)); /* before the host buffer goes */
     }
 fail:

@@ -112,7 +112,7 @@ static braid_status strided_copy(const bd_cuda_kernel *k, void *dst, const void 
     for (int d = 0; d < rank; d++) sts[0][d] = st[d];
     bd_cu_nd_make(&g, rank, dims, 1, sts);
     if (g.rank == 1 && g.st[0][0] == 1) {
-        BD_CU_CHECK_CALL(k, cudaMemcpyAsync(dst, src, (size_t)n * es, cudaMemcpyDeviceToDevice, k->stream));
+        BD_CU_CHECK_CALL(k, cudaMemcpyAsync(dst, src, (size_t)n * es, cudaMemcpyDefault, k->stream));
         return BRAID_OK;
     }
     bool ok = bd_cu_dispatch_size(es, [&](auto tag) {
@@ -143,15 +143,15 @@ static braid_status run_concat_split(const bd_cuda_kernel *k)
             const char *src = cat ? (const char *)part->data : (const char *)whole->data + off;
             size_t dp = (size_t)(cat ? r.row : chunk), sp = (size_t)(cat ? chunk : r.row);
             if (r.outer == 1 || chunk == r.row) /* one contiguous block */
-                BD_CU_CHECK_CALL(k, cudaMemcpyAsync(dst, src, (size_t)(r.outer * chunk), cudaMemcpyDeviceToDevice,
+                BD_CU_CHECK_CALL(k, cudaMemcpyAsync(dst, src, (size_t)(r.outer * chunk), cudaMemcpyDefault,
                                                     k->stream));
             else if (r.row > INT_MAX) /* beyond the largest pitch of a 2-D copy: row by row */
                 for (int64_t o = 0; o < r.outer; o++)
                     BD_CU_CHECK_CALL(k, cudaMemcpyAsync(dst + o * dp, src + o * sp, (size_t)chunk,
-                                                        cudaMemcpyDeviceToDevice, k->stream));
+                                                        cudaMemcpyDefault, k->stream));
             else
                 BD_CU_CHECK_CALL(k, cudaMemcpy2DAsync(dst, dp, src, sp, (size_t)chunk, (size_t)r.outer,
-                                                      cudaMemcpyDeviceToDevice, k->stream));
+                                                      cudaMemcpyDefault, k->stream));
         }
         off += chunk;
     }
@@ -242,7 +242,7 @@ static braid_status run_tile(const bd_cuda_kernel *k)
     int64_t n = bd_numel(y);
     if (n == 0) return BRAID_OK;
     if (x->rank == 0) {
-        BD_CU_CHECK_CALL(k, cudaMemcpyAsync(y->data, x->data, es, cudaMemcpyDeviceToDevice, k->stream));
+        BD_CU_CHECK_CALL(k, cudaMemcpyAsync(y->data, x->data, es, cudaMemcpyDefault, k->stream));
         return BRAID_OK;
     }
     tile_geom g = {};
@@ -276,7 +276,7 @@ static braid_status run_pad(const bd_cuda_kernel *k)
     int64_t cnt = bd_numel(y);
     if (cnt == 0) return BRAID_OK;
     if (r == 0) {
-        BD_CU_CHECK_CALL(k, cudaMemcpyAsync(y->data, x->data, es, cudaMemcpyDeviceToDevice, k->stream));
+        BD_CU_CHECK_CALL(k, cudaMemcpyAsync(y->data, x->data, es, cudaMemcpyDefault, k->stream));
         return BRAID_OK;
     }
     if (n->opset >= 11 && k->n_in > 2 && k->in[2].dtype && bd_numel(&k->in[2]) > 0)

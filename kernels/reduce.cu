@@ -333,7 +333,7 @@ extern "C" braid_status bd_cuda_reduce(const bd_cuda_kernel *k)
     if (identity) {
         if (n_in > 0)
             BD_CU_CHECK_CALL(k, cudaMemcpyAsync(k->out[0].data, x->data, (size_t)n_in * bd_dtype_size(dt),
-                                                cudaMemcpyDeviceToDevice, k->stream));
+                                                cudaMemcpyDefault, k->stream));
         return BRAID_OK;
     }
     if (n_out <= 0) return BRAID_OK;

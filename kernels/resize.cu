@@ -290,7 +290,7 @@ extern "C" braid_status bd_cuda_resize(const bd_cuda_kernel *k)
     if (same) {
         BD_CU_CHECK_CALL(k, cudaMemcpyAsync(k->out[0].data, k->in[0].data,
                                             (size_t)total * bd_dtype_size(k->in[0].dtype),
-                                            cudaMemcpyDeviceToDevice, k->stream));
+                                            cudaMemcpyDefault, k->stream));
         return BRAID_OK;
     }
     const int dt = k->in[0].dtype;

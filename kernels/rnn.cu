@@ -481,7 +481,7 @@ extern "C" braid_status bd_cuda_rnn(const bd_cuda_kernel *k)
         hl = k->host_in ? (const int32_t *)k->host_in[IN_LENS].data : NULL;
         if (!hl) {
             BD_CUDA_TRY(k->err, cudaMemcpyAsync(c->lens_host, lens, (size_t)batch * sizeof(int32_t),
-                                                cudaMemcpyDeviceToHost, k->stream));
+                                                cudaMemcpyDefault, k->stream));
             BD_CUDA_TRY(k->err, cudaStreamSynchronize(k->stream));
             hl = c->lens_host;
         }

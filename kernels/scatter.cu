@@ -73,7 +73,7 @@ static braid_status copy_data(const bd_cuda_kernel *k)
 {
     size_t nb = (size_t)bd_numel(&k->out[0]) * bd_dtype_size(k->out[0].dtype);
     if (nb && k->out[0].data != k->in[0].data)
-        BD_CU_CHECK_CALL(k, cudaMemcpyAsync(k->out[0].data, k->in[0].data, nb, cudaMemcpyDeviceToDevice, k->stream));
+        BD_CU_CHECK_CALL(k, cudaMemcpyAsync(k->out[0].data, k->in[0].data, nb, cudaMemcpyDefault, k->stream));
     return BRAID_OK;
 }
 

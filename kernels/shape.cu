@@ -32,7 +32,7 @@ static braid_status copy_data(const bd_cuda_kernel *k, const bd_tensor *in, bd_t
     if (nbytes == 0 || out->data == in->data) return BRAID_OK;
     if (!in->data || !out->data)
         return BD_FAIL(k->err, BRAID_ERR_INTERNAL, "a tensor of %zu bytes has no data", nbytes);
-    BD_CU_CHECK_CALL(k, cudaMemcpyAsync(out->data, in->data, nbytes, cudaMemcpyDeviceToDevice, k->stream));
+    BD_CU_CHECK_CALL(k, cudaMemcpyAsync(out->data, in->data, nbytes, cudaMemcpyDefault, k->stream));
     return BRAID_OK;
 }
 

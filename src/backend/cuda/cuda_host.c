@@ -150,7 +150,7 @@ braid_status bd_cuda_on_host(const bd_cuda_kernel *k, braid_status (*cpu)(const 
         BD_TRY(bd_tensor_nbytes(&k->in[i], &nb, k->err));
         hin[i].data = bd_malloc(nb ? nb : 1);
         BD_CHECK_ALLOC(k->err, hin[i].data);
-        if (nb) BD_CUDA_TRY(k->err, cudaMemcpyAsync(hin[i].data, k->in[i].data, nb, cudaMemcpyDeviceToHost, k->stream));
+        if (nb) BD_CUDA_TRY(k->err, cudaMemcpyAsync(hin[i].data, k->in[i].data, nb, cudaMemcpyDefault, k->stream));
     }
     for (int i = 0; i < k->n_out; i++) {
         size_t nb = 0;
@@ -170,7 +170,7 @@ braid_status bd_cuda_on_host(const bd_cuda_kernel *k, braid_status (*cpu)(const 
         memcpy(k->out[i].dims, hout[i].dims, sizeof hout[i].dims); /* the actual shape */
         if (!hout[i].data) continue;
         BD_TRY(bd_tensor_nbytes(&hout[i], &nb, k->err));
-        if (nb) BD_CUDA_TRY(k->err, cudaMemcpyAsync(k->out[i].data, hout[i].data, nb, cudaMemcpyHostToDevice, k->stream));
+        if (nb) BD_CUDA_TRY(k->err, cudaMemcpyAsync(k->out[i].data, hout[i].data, nb, cudaMemcpyDefault, k->stream));
     }
     BD_CUDA_TRY(k->err, cudaStreamSynchronize(k->stream)); /* before the host buffers go */
 fail:
