@@ -6,8 +6,9 @@ output against onnxruntime (CPU) on the same input, then times it.
 The ONNX file is read with onnx; weights, biases and attributes come from its
 initializers and nodes, and a small interpreter runs the nodes in order:
 Conv, Add, Sub, Mul, Relu, Sigmoid, Tanh, Exp, Neg, Concat, MaxPool,
-AveragePool, GlobalAveragePool (enough for models/gen's two_conv_add,
-inception, wide and race). Any other op stops it with exit 3.
+AveragePool, GlobalAveragePool, Resize (2-D, by scales, nearest or linear:
+enough for models/gen's two_conv_add, inception, fpn, wide and race). Any
+other op stops it with exit 3.
 
 Settings that match braid's defaults: fp32 throughout, TF32 off
 (torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 =
@@ -18,10 +19,15 @@ among them, sum in another order than onnxruntime's MLAS), made with the
 algorithms that the timing then uses.
 
 Two timings, each the median (and min) over --iterations runs after --warmup,
-wall clock with torch.cuda.synchronize() around each run:
-  device  the input already on the device, the outputs left there
-  host    numpy input in host memory -> device -> outputs back in host memory,
-          as braid_session_run does (braid bench times that)
+on the same terms as `braid bench`'s two:
+  device  the input already on the device, the outputs left there: CUDA events
+          on the current stream around the run, as braid's device time is
+          taken on its plan's stream 0 (wall clock on the CPU)
+  host    wall clock, synchronized, from the input in ordinary (pageable) host
+          memory to the outputs in host memory, as braid_session_run in its
+          default (staged) I/O mode: the input is copied from pageable memory,
+          each output is copied into a pinned host buffer made once (braid's
+          plan owns one per output) and left there; neither reads the outputs
 Machine-readable lines (one per timing, and one for the check):
   bench_torch: check PASS|FAIL max_abs=.. max_rel=.. rtol=.. atol=..
   bench_torch: result mode=device median_ms=.. min_ms=.. device=.. model=.. shape=.. iterations=..
@@ -125,6 +131,25 @@ def pool(x, a, kind):
     return fn(x, kernel, strides, pads[:nd], ceil_mode=ceil, count_include_pad=bool(a.get("count_include_pad", 0)))
 
 
+def resize(i, a):
+    """ONNX Resize of the two spatial dims by constant scales (inputs X, roi, scales): nearest
+    (half_pixel, round_prefer_floor, which equals torch's nearest at integer scales) or linear
+    (half_pixel: torch's bilinear with align_corners=False)."""
+    x, scales = i[0], i[2] if len(i) > 2 else None
+    mode = _str(a.get("mode", "nearest"))
+    ctm = _str(a.get("coordinate_transformation_mode", "half_pixel"))
+    if x.dim() != 4 or scales is None or scales.numel() != 4 or len(i) > 3:
+        raise Unsupported("Resize other than 2-D by scales")
+    sc = [float(v) for v in scales.tolist()]
+    if sc[0] != 1 or sc[1] != 1 or ctm != "half_pixel":
+        raise Unsupported(f"Resize with scales {sc}, coordinate_transformation_mode {ctm}")
+    if mode == "nearest" and all(v == int(v) for v in sc[2:]):
+        return F.interpolate(x, scale_factor=sc[2:], mode="nearest")
+    if mode == "linear":
+        return F.interpolate(x, scale_factor=sc[2:], mode="bilinear", align_corners=False)
+    raise Unsupported(f"Resize mode {mode} at scales {sc}")
+
+
 OPS = {
     "Add": lambda i, a: i[0] + i[1],
     "Sub": lambda i, a: i[0] - i[1],
@@ -139,6 +164,7 @@ OPS = {
     "MaxPool": lambda i, a: pool(i[0], a, "max"),
     "AveragePool": lambda i, a: pool(i[0], a, "avg"),
     "GlobalAveragePool": lambda i, a: i[0].mean(dim=tuple(range(2, i[0].dim())), keepdim=True),
+    "Resize": lambda i, a: resize(i, a),
 }
 
 
@@ -163,7 +189,10 @@ class TorchModel:
         env = dict(self.consts)
         env.update(feeds)
         for fn, ins, out, a in self.nodes:
-            env[out] = fn([env[i] for i in ins if i], a)
+            args = [env[i] if i else None for i in ins]  # an omitted input keeps its place
+            while args and args[-1] is None:
+                args.pop()
+            env[out] = fn(args, a)
         return [env[o] for o in self.outputs]
 
 
@@ -205,13 +234,23 @@ def sync(dev):
         torch.cuda.synchronize()
 
 
-def timed(fn, dev, iters, warmup):
+def timed(fn, dev, iters, warmup, events=False):
+    """Median and min ms of fn: wall clock, synchronized; with events (CUDA), the
+    time between two events on the current stream around it instead."""
     for _ in range(warmup):
         fn()
     sync(dev)
     ms = []
     for _ in range(iters):
         sync(dev)
+        if events:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            ms.append(start.elapsed_time(end))
+            continue
         t0 = time.perf_counter()
         fn()
         sync(dev)
@@ -276,9 +315,17 @@ def main():
         def run_device():
             return tm(on_dev)
 
+        pinned = []  # braid's staged run copies each output into a pinned buffer its plan made once
+
         def run_host():
             outs = tm({k: v.to(dev) for k, v in host.items()})
-            return [o.cpu() for o in outs]
+            if dev.type != "cuda":
+                return outs
+            if not pinned:  # made in the first (warm-up) run
+                pinned.extend(torch.empty_like(o, device="cpu").pin_memory() for o in outs)
+            for p, o in zip(pinned, outs):
+                p.copy_(o, non_blocking=True)
+            return pinned
 
         try:
             run_device()  # picks the cuDNN algorithms (benchmark mode) before the check
@@ -302,7 +349,7 @@ def main():
                   f"rtol={a.rtol:g} atol={a.atol:g} (against onnxruntime CPU)")
             rc = 0 if ok else 1
         for mode, fn in (("device", run_device), ("host", run_host)):
-            med, lo = timed(fn, dev, a.iterations, a.warmup)
+            med, lo = timed(fn, dev, a.iterations, a.warmup, events=mode == "device" and dev.type == "cuda")
             print(f"bench_torch: result mode={mode} median_ms={med:.3f} min_ms={lo:.3f} device={name.replace(' ', '_')} "
                   f"model={a.model} shape={shape} iterations={a.iterations} warmup={a.warmup}")
     return rc

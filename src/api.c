@@ -415,6 +415,16 @@ braid_status braid_session_graph_info(braid_session *s, braid_graph_info *out)
     return BRAID_OK;
 }
 
+double bd_session_device_ms(braid_session *s)
+{
+    bd_graph_report r = {.error = "", .device_ms = -1};
+    if (!s) return -1;
+    pthread_mutex_lock(&s->mu);
+    if (s->cache[0] && s->be->graph_info) s->be->graph_info(s->bstate, s->cache[0], &r);
+    pthread_mutex_unlock(&s->mu);
+    return r.device_ms;
+}
+
 double bd_session_mem_bandwidth(const braid_session *s)
 {
     double bw = 0;

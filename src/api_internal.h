@@ -19,6 +19,11 @@ braid_status bd_session_plan(braid_session *s, const braid_tensor *inputs, const
 braid_status bd_session_plan_run(braid_session *s, const braid_tensor *inputs, const struct bd_prepared **out,
                                  struct bd_err *e);
 
+/* The device time of s's last run in ms (its first plan's, between events
+ * around the plan's work: bd_graph_report.device_ms); < 0 when the backend
+ * has no device or did not time it. */
+double bd_session_device_ms(braid_session *s);
+
 /* The session's device memory bandwidth in bytes/s (0 on the CPU). */
 double bd_session_mem_bandwidth(const braid_session *s);
 

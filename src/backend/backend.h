@@ -29,13 +29,16 @@ typedef struct bd_exec_opts {
  * that a loop whose condition never turns false ends with BRAID_ERR_LIMIT. */
 #define BD_LOOP_LIMIT_DEFAULT ((int64_t)1 << 24)
 
-/* What a backend did with one plan's CUDA graph (bd_backend.graph_info). */
+/* What a backend did with one plan's CUDA graph (bd_backend.graph_info), and
+ * how long its last run took on the device. */
 typedef struct bd_graph_report {
     int captured;      /* the plan holds a captured graph that its runs replay */
     int failed;        /* capture was tried and failed (or cannot be tried): the plan runs uncaptured */
     long replays;      /* runs of the plan that replayed the graph */
     long uncaptured;   /* runs of the plan that enqueued node by node */
     const char *error; /* why it failed, "" otherwise; owned by the plan */
+    double device_ms;  /* the last run's device time, inputs already on the device and outputs not yet
+                        * copied back (CUDA events); < 0: not timed */
 } bd_graph_report;
 
 /* One slice of the profile: a node run on a stream. */
@@ -204,7 +207,8 @@ typedef struct bd_cuda_module {
 } bd_cuda_module;
 #define BD_CUDA_MODULE_ABI                                                                            \
     ((unsigned long)sizeof(bd_backend) * 1000003ul + sizeof(bd_prepared) * 10007ul +               \
-     sizeof(bd_inst) * 101ul + sizeof(bd_graph) * 7ul + sizeof(bd_node) + sizeof(bd_plan) * 3ul + 2ul)
+     sizeof(bd_inst) * 101ul + sizeof(bd_graph) * 7ul + sizeof(bd_node) + sizeof(bd_plan) * 3ul +  \
+     sizeof(bd_graph_report) * 13ul + 2ul)
 #define BD_CUDA_MODULE_FILE "libbraid_cuda.so"
 #define BD_CUDA_EMU_MODULE_FILE "libbraid_cuda_emu.so"
 /* The switch that runs the CUDA backend on braid's emulated device. */

@@ -7,7 +7,9 @@
  * or, with cuda_graph, that enqueue captured once as a CUDA graph and
  * replayed. A capture that fails is reported (graph_info, a note), never
  * dropped silently; under BRAID_CUDA_SYNC every node is synchronized and a
- * fault names it (fault.c). */
+ * fault names it (fault.c). Every run is also timed on the device, between
+ * two events on stream 0 (graph_info's device_ms): what `braid bench`
+ * compares plans by, free of the host's copies. */
 #include <stdio.h>
 #include <string.h>
 
@@ -39,6 +41,9 @@ typedef struct cuda_plan {
     long replays, uncaptured; /* runs of each kind */
     cudaEvent_t *prof;    /* profile: base, then start and end per live node (timing events) */
     int n_prof;
+    cudaEvent_t timed[2]; /* device time: on stream 0 once the inputs are on the device, and before
+                           * the outputs go back (timing events) */
+    double device_ms;     /* the last run's time between them; < 0: not timed */
 } cuda_plan;
 
 /* ---- release and prepare ------------------------------------------------------------ */
@@ -59,6 +64,8 @@ void bd_cuda_plan_release(void *state, bd_prepared *p)
         for (int i = 0; i < cp->n_ev; i++) bd_cu_event_destroy(s, cp->ev[i]);
         for (int i = 0; i < cp->n_fork; i++) bd_cu_event_destroy(s, cp->fork[i]);
         for (int i = 0; i < cp->n_prof; i++) bd_cu_event_destroy(s, cp->prof[i]);
+        for (int i = 0; i < 2; i++)
+            if (cp->timed[i]) bd_cu_event_destroy(s, cp->timed[i]);
         if (cp->in_dev)
             for (int i = 0; i < g->n_inputs; i++) bd_cu_free(s, cp->in_dev[i]);
         if (cp->out_dev && cp->io == BD_IO_STAGED)
@@ -184,6 +191,7 @@ braid_status bd_cuda_plan_prepare(void *state, bd_prepared *p, bd_err *e)
     if (!cp) return BD_FAIL(e, BRAID_ERR_OUT_OF_MEMORY, "out of memory");
     p->bstate = cp;
     cp->io = s->io;
+    cp->device_ms = -1;
     BD_TRY(check_limits(p, e));
     BD_CUDA_TRY(e, cudaSetDevice(s->device));
     BD_TRY(bd_cu_pool_grow(s, S, e));
@@ -214,6 +222,7 @@ braid_status bd_cuda_plan_prepare(void *state, bd_prepared *p, bd_err *e)
 
     for (int i = 0; i < p->plan.n_events; i++, cp->n_ev++) BD_TRY(bd_cu_event_create(s, &cp->ev[i], 0, e));
     for (int i = 0; i < S; i++, cp->n_fork++) BD_TRY(bd_cu_event_create(s, &cp->fork[i], 0, e));
+    for (int i = 0; i < 2; i++) BD_TRY(bd_cu_event_create(s, &cp->timed[i], 1, e));
     if (s->profile) {
         cp->prof = bd_calloc(2 * (size_t)p->n_live + 1, sizeof *cp->prof);
         BD_CHECK_ALLOC(e, cp->prof);
@@ -468,6 +477,20 @@ fail:
     return st;
 }
 
+/* The run's device time in ms, between the events around the plan's work on
+ * stream 0 (every other stream forks from and joins back into it there).
+ * Staged, it holds no copy; mapped and managed, the kernels' own accesses of
+ * host-shared memory fall inside it. -1 when CUDA cannot say. */
+static double device_time(cuda_plan *cp)
+{
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, cp->timed[0], cp->timed[1]) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    return ms;
+}
+
 static void collect_profile(cuda_state *s, bd_prepared *p, double host_base)
 {
     cuda_plan *cp = p->bstate;
@@ -622,6 +645,8 @@ braid_status bd_cuda_plan_run(void *state, bd_prepared *p, const bd_tensor *inpu
     if (cp->io == BD_IO_MANAGED) BD_TRY(outputs_to_device(s, cp, p, s0, e));
     w.profile = s->profile && !cp->exec && cp->n_prof;
     double host_base = bd_now();
+    cp->device_ms = -1;
+    BD_CUDA_TRY(e, cudaEventRecord(cp->timed[0], s0));
     if (cp->exec) {
         BD_CUDA_TRY(e, cudaGraphLaunch(cp->exec, s0));
         cp->replays++;
@@ -629,8 +654,10 @@ braid_status bd_cuda_plan_run(void *state, bd_prepared *p, const bd_tensor *inpu
         BD_TRY(enqueue(&w, e));
         cp->uncaptured++;
     }
+    BD_CUDA_TRY(e, cudaEventRecord(cp->timed[1], s0));
     BD_TRY(outputs_out(s, cp, p, s0, e));
     BD_TRY(finish(s, s0, e));
+    cp->device_ms = device_time(cp);
     if (w.profile) collect_profile(s, p, host_base);
     if (s->cuda_graph && !cp->exec && !cp->no_graph) try_capture(&w);
     bd_free(w.cur);
@@ -653,6 +680,7 @@ void bd_cuda_plan_graph_info(void *state, const bd_prepared *p, bd_graph_report 
     const cuda_plan *cp = p ? p->bstate : NULL;
     memset(r, 0, sizeof *r);
     r->error = "";
+    r->device_ms = cp ? cp->device_ms : -1;
     if (!cp) return;
     r->captured = cp->exec != NULL;
     r->failed = cp->no_graph;
