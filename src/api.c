@@ -338,14 +338,16 @@ braid_status braid_session_create(const braid_model *m, const braid_options *o, 
     s->kind = BRAID_BACKEND_CPU;
     s->be = &bd_backend_cpu;
     char why[600] = "";
-    const bd_cuda_module *cu = o->backend != BRAID_BACKEND_CPU ? bd_cuda_module_load(why, sizeof why) : NULL;
+    /* The driver first: without a device nothing of CUDA is loaded. */
+    int present = o->backend != BRAID_BACKEND_CPU && bd_cuda_device_present(why, sizeof why);
+    const bd_cuda_module *cu = present ? bd_cuda_module_load(why, sizeof why) : NULL;
     int have = cu && cu->probe(why, sizeof why);
     if (o->backend == BRAID_BACKEND_CUDA && !have) {
         bd_notes_destroy(&s->notes);
         bd_free(s->profile_path);
         bd_free(s);
         return thread_fail(BRAID_ERR_NO_DEVICE, "the CUDA backend was asked for but %s%s",
-                           cu ? "no CUDA device answers: " : "", why);
+                           cu || !present ? "no CUDA device answers: " : "", why);
     }
     const char *host = have && o->backend == BRAID_BACKEND_AUTO ? host_op(&m->g) : NULL;
     if (host) { /* AUTO: the CPU runs what works on host values */
@@ -357,7 +359,7 @@ braid_status braid_session_create(const braid_model *m, const braid_options *o, 
     }
     if (have) { s->kind = BRAID_BACKEND_CUDA; s->be = cu->backend; }
     else if (o->backend == BRAID_BACKEND_AUTO) snprintf(s->backend_note, sizeof s->backend_note, "%s%s",
-                                                        cu ? "no CUDA device answers: " : "", why);
+                                                        cu || !present ? "no CUDA device answers: " : "", why);
     bd_err e = {0};
     if (s->be->open(&m->g, &s->x, &s->bstate, &e) != BRAID_OK) {
         bd_notes_destroy(&s->notes);

@@ -221,6 +221,11 @@ typedef struct bd_cuda_module {
  * that is not what was asked for is refused. NULL when it cannot be
  * loaded (or braid was built without CUDA); *why then says why. */
 const bd_cuda_module *bd_cuda_module_load(char *why, size_t n);
+/* Whether a CUDA device can be there, asked of the driver alone (or 1 on
+ * the emulated device), so that a machine without one never loads the CUDA
+ * backend and its libraries (hundreds of MB) to learn it; *why says why not.
+ * 1 does not promise the backend runs: the module's probe decides that. */
+int bd_cuda_device_present(char *why, size_t n);
 
 /* The most streams an automatic plan uses on any backend. */
 #define BD_AUTO_MAX_STREAMS 8

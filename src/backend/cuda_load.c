@@ -86,6 +86,31 @@ static void load_once(void)
     try_path(file, &saw_file); /* the loader's search path */
 }
 
+/* The driver's own answer, before anything of CUDA's runtime, cuDNN or
+ * cuBLAS is loaded: libcuda.so.1 alone, unloaded again. Its entry points
+ * are plain C (CUresult is an int; CUDA_SUCCESS 0, CUDA_ERROR_NO_DEVICE 100). */
+int bd_cuda_device_present(char *why, size_t n)
+{
+    const char *emu = getenv(BD_CUDA_EMULATOR_ENV);
+    if (emu && !strcmp(emu, "1")) return 1; /* the emulated device is always there */
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        if (why && n) snprintf(why, n, "no NVIDIA driver is installed (libcuda.so.1 cannot be loaded)");
+        return 0;
+    }
+    int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
+    int (*count)(int *) = (int (*)(int *))dlsym(h, "cuDeviceGetCount");
+    int devices = 0, rc = init && count ? init(0) : -1;
+    if (rc == 0) rc = count(&devices);
+    dlclose(h);
+    if (rc == 0 && devices > 0) return 1;
+    if (why && n) {
+        if (rc == 100 || (rc == 0 && !devices)) snprintf(why, n, "the NVIDIA driver reports no CUDA device");
+        else snprintf(why, n, "the NVIDIA driver does not start (cuInit: error %d)", rc);
+    }
+    return 0;
+}
+
 const bd_cuda_module *bd_cuda_module_load(char *why, size_t n)
 {
     pthread_once(&once, load_once);
@@ -94,6 +119,12 @@ const bd_cuda_module *bd_cuda_module_load(char *why, size_t n)
     return loaded;
 }
 #else
+int bd_cuda_device_present(char *why, size_t n)
+{
+    if (why && n) snprintf(why, n, "this braid was built without CUDA");
+    return 0;
+}
+
 const bd_cuda_module *bd_cuda_module_load(char *why, size_t n)
 {
     if (why && n) snprintf(why, n, "this braid was built without CUDA");

@@ -99,17 +99,25 @@ def main():
     expect(["run", good, "--cuda-workspace", "-1"], 2, "--cuda-workspace must be a whole number of MB from 0 to 65536")
     expect(["run", good, "--cuda-workspace", "70000"], 2, "--cuda-workspace must be a whole number of MB")
     expect(["run", good, "--cuda-workspace", "0", "--backend", "cpu"], 0)  # a CUDA option the CPU ignores
-    # The CUDA backend is a library of its own (libbraid_cuda.so beside braid):
-    # when it cannot be loaded, auto runs on the CPU and says why, cuda fails.
-    if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(BRAID)), "libbraid_cuda.so")):
-        gone = {"BRAID_CUDA_MODULE": os.path.join(TMP, "missing", "libbraid_cuda.so")}
-        expect(["run", good], 0, "backend cpu (the CUDA backend library could not be loaded:",
-               "missing/libbraid_cuda.so: cannot open shared object file", env=gone)
-        expect(["run", good, "--backend", "cuda"], 1, "the CUDA backend was asked for but the CUDA backend "
+    # The CUDA backend is a library of its own (libbraid_cuda.so beside braid),
+    # loaded only where the driver reports a device or BRAID_CUDA_EMULATOR=1
+    # asks for the emulated one (libbraid_cuda_emu.so): when it cannot be
+    # loaded, auto runs on the CPU and says why, cuda fails; a module that is
+    # not the one asked for is refused.
+    here = os.path.dirname(os.path.abspath(BRAID))
+    if os.path.exists(os.path.join(here, "libbraid_cuda_emu.so")):
+        def emu(path):
+            return {"BRAID_CUDA_EMULATOR": "1", "BRAID_CUDA_EMULATOR_MODULE": path}
+        gone = emu(os.path.join(TMP, "missing", "libbraid_cuda_emu.so"))
+        expect(["run", good], 0, "backend cpu (the emulated CUDA backend library could not be loaded:",
+               "missing/libbraid_cuda_emu.so: cannot open shared object file", env=gone)
+        expect(["run", good, "--backend", "cuda"], 1, "the CUDA backend was asked for but the emulated CUDA backend "
                "library could not be loaded", env=gone)
         save(graph([], [], []), "not_braid.so")
-        expect(["run", good], 0, "backend cpu (the CUDA backend library could not be loaded:",
-               env={"BRAID_CUDA_MODULE": os.path.join(TMP, "not_braid.so")})
+        expect(["run", good], 0, "backend cpu (the emulated CUDA backend library could not be loaded:",
+               env=emu(os.path.join(TMP, "not_braid.so")))
+        expect(["run", good, "--backend", "cuda"], 1, "is not the CUDA backend of this braid (a real device's "
+               "backend, not the emulated one", env=emu(os.path.join(here, "libbraid_cuda.so")))
 
     # Validation errors of the loader: each names the node, the op and the problem.
     x, y = F("x", [2, 3]), F("y", [2, 3])

@@ -319,3 +319,17 @@ def test_gil_released_during_run(tmp_path):
     # the middle half of the run, well inside braid's C call
     inside = [u for u in stamps if t1 + 0.25 * one < u < t1 + 0.75 * one]
     assert len(inside) >= 3, f"the other thread woke {len(inside)} times in the middle of a {one * 1e3:.1f} ms run"
+
+
+def test_no_device_loads_nothing_of_cuda(add_path):
+    """On a machine without a GPU the default providers run on the CPU and
+    load nothing of CUDA (not braid's CUDA backend, nor the CUDA runtime,
+    cuDNN or cuBLAS): the driver alone is asked, then unloaded."""
+    s = braid.InferenceSession(add_path)
+    if s.get_providers()[0] != "CPUExecutionProvider":
+        pytest.skip("a CUDA device answers here")
+    s.run(None, feeds())
+    with open("/proc/self/maps") as f:
+        mapped = [line.split()[-1] for line in f if any(k in line for k in
+                  ("libbraid_cuda", "libcudart", "libcudnn", "libcublas", "libcuda.so"))]
+    assert mapped == []

@@ -21,9 +21,11 @@ static inline void cuda_counts(bd_cuda_live *c)
     *c = (bd_cuda_live){v[0], v[1], v[2], v[3], v[4], v[5]};
 }
 
-/* 1 when a CUDA device answers; why says why not (the library's load error too). */
+/* 1 when a CUDA device answers (or the emulated one, BRAID_CUDA_EMULATOR=1);
+ * why says why not: the driver's answer, or the library's load error. */
 static inline int cuda_probe(char *why, size_t n)
 {
+    if (!bd_cuda_device_present(why, n)) return 0;
     const bd_cuda_module *m = bd_cuda_module_load(why, n);
     return m && m->probe(why, n);
 }
