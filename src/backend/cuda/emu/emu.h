@@ -172,7 +172,7 @@ void *emu_work_ptr(const void *a);
 int emu_in_device_region(uintptr_t a);
 /* Pinned and managed memory: recomputes the host view's protection of a
  * (closed while queued work may write it, read-only while queued work may
- * read it) for the calling thread's clock. */
+ * read it) for the host's clock. */
 void emu_mem_protect(emu_alloc *a);
 /* After a host synchronization: reopens what is now ordered before the host. */
 void emu_mem_reprotect_all(void);
@@ -189,7 +189,7 @@ typedef struct emu_oprec {
 } emu_oprec;
 
 void emu_vc_join(emu_vc *a, const emu_vc *b);
-/* The calling thread's host clock (what it has synchronized with). */
+/* The host's clock (what its synchronizations have shown complete; lock held). */
 emu_vc *emu_host_vc(void);
 /* Keeps the description of operation id for later messages. */
 void emu_oprec_put(uint64_t id, int lane, uint32_t seq, const char *what);

@@ -1,8 +1,8 @@
 /* emu_check.c: the happens-before checker, the GPU counterpart of the plan
  * verifier (src/sched/verify.c), run on the commands actually issued. Every
  * stream has a lane of a vector clock; an operation's clock is its stream's
- * joined with the enqueuing host thread's (what the host has synchronized
- * with) and with the records its stream waited on. Clocks are computed as
+ * joined with the host's (what the host's synchronizations have shown
+ * complete) and with the records its stream waited on. Clocks are computed as
  * work is enqueued, so the verdict does not depend on how the workers happen
  * to be scheduled. Each allocation keeps, per byte range, its last write and
  * the latest read per lane since; an access not ordered after a conflicting
@@ -25,22 +25,13 @@ void emu_vc_join(emu_vc *a, const emu_vc *b)
         if (b->c[i] > a->c[i]) a->c[i] = b->c[i];
 }
 
-static pthread_key_t host_key;
-static pthread_once_t host_once = PTHREAD_ONCE_INIT;
-static void host_key_make(void) { pthread_key_create(&host_key, free); }
-static emu_vc zero_vc;
+/* The host's clock: what its synchronizations have shown complete. One for
+ * all host threads: a completed operation is complete for every thread, and
+ * the threads order themselves by means the emulator cannot see (a session
+ * created on one thread and destroyed on another, as Triton does). */
+static emu_vc host_vc;
 
-emu_vc *emu_host_vc(void)
-{
-    pthread_once(&host_once, host_key_make);
-    emu_vc *v = pthread_getspecific(host_key);
-    if (!v) {
-        v = calloc(1, sizeof *v);
-        if (!v) return &zero_vc; /* knows nothing: stricter, never looser */
-        pthread_setspecific(host_key, v);
-    }
-    return v;
-}
+emu_vc *emu_host_vc(void) { return &host_vc; }
 
 void emu_oprec_put(uint64_t id, int lane, uint32_t seq, const char *what)
 {
