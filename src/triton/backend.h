@@ -23,6 +23,7 @@ typedef struct bt_io {
 typedef struct bt_options {
     int streams, threads, cuda_graph, tf32, fold, layout;
     int64_t cuda_workspace_mb;
+    int backend; /* parameter "backend": a braid_backend, or -1 (the instance's kind decides) */
 } bt_options;
 
 /* One per loaded model version, shared by its instances. */

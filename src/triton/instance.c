@@ -55,7 +55,11 @@ static TRITONSERVER_Error *set_options(const bt_model *m, braid_options *o, TRIT
                                        int32_t device)
 {
     const bt_options *p = &m->opt;
-    braid_backend b = kind == TRITONSERVER_INSTANCEGROUPKIND_CPU   ? BRAID_BACKEND_CPU
+    /* The instance's kind, unless the model's "backend" parameter says (CUDA
+     * on a KIND_CPU instance: tritonserver refuses KIND_GPU without a GPU,
+     * and braid's emulated device, BRAID_CUDA_EMULATOR=1, has none). */
+    braid_backend b = p->backend >= 0                                  ? (braid_backend)p->backend
+                      : kind == TRITONSERVER_INSTANCEGROUPKIND_CPU   ? BRAID_BACKEND_CPU
                       : kind == TRITONSERVER_INSTANCEGROUPKIND_GPU ? BRAID_BACKEND_CUDA
                                                                    : BRAID_BACKEND_AUTO;
     braid_status st = braid_options_set_backend(o, b);

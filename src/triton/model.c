@@ -342,11 +342,19 @@ static int parse_bool(const char *s, int *out)
 /* parameters { key: "streams" value: { string_value: "4" } } and the like. */
 static TRITONSERVER_Error *parse_parameters(bt_model *m, const bj *params)
 {
-    m->opt = (bt_options){-1, -1, -1, -1, -1, -1, -1};
+    m->opt = (bt_options){-1, -1, -1, -1, -1, -1, -1, -1};
     for (int i = 0; i < bj_len(params); i++) {
         const char *key = params->k[i];
         const char *val = bj_str(bj_get(bj_at(params, i), "string_value"));
         if (!val) val = "";
+        if (strcmp(key, "backend") == 0) { /* cuda on a KIND_CPU instance: e.g. braid's emulated device */
+            m->opt.backend = !strcmp(val, "cpu") ? BRAID_BACKEND_CPU : !strcmp(val, "cuda") ? BRAID_BACKEND_CUDA
+                             : !strcmp(val, "auto") ? BRAID_BACKEND_AUTO : -2;
+            if (m->opt.backend == -2)
+                return bt_error(TRITONSERVER_ERROR_INVALID_ARG, "braid: model '%s': parameter 'backend' is '%s': "
+                                "expected cpu, cuda or auto", m->name, val);
+            continue;
+        }
         char *end = NULL;
         long long x = strtoll(val, &end, 10);
         int is_int = *val && !*end && x >= 0 && x <= 65536, flag = 0;
@@ -368,8 +376,8 @@ static TRITONSERVER_Error *parse_parameters(bt_model *m, const bj *params)
         else if (strcmp(key, "layout") == 0) slot = &m->opt.layout;
         if (!slot)
             return bt_error(TRITONSERVER_ERROR_INVALID_ARG,
-                            "braid: model '%s': unknown parameter '%s' (braid's are streams, threads, cuda_graph, tf32, "
-                            "fold, layout, cuda_workspace_mb)",
+                            "braid: model '%s': unknown parameter '%s' (braid's are backend, streams, threads, "
+                            "cuda_graph, tf32, fold, layout, cuda_workspace_mb)",
                             m->name, key);
         if (!parse_bool(val, &flag))
             return bt_error(TRITONSERVER_ERROR_INVALID_ARG, "braid: model '%s': parameter '%s' is '%s': expected true or false",

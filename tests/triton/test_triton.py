@@ -101,6 +101,13 @@ def make_repo(repo, gen, real):
       'input [ { name: "ids" data_type: TYPE_INT64 dims: [ -1 ] allow_ragged_batch: true } ]\n'
       'output [ { name: "y" data_type: TYPE_FP32 dims: [ -1, 8 ] } ]\n'
       'dynamic_batching { max_queue_delay_microseconds: 300000 }\n')
+    # braid's CUDA backend on a KIND_CPU instance (the server has no GPU): on
+    # the emulated device when the test runs with BRAID_CUDA_EMULATOR=1
+    if os.environ.get("BRAID_CUDA_EMULATOR") == "1":
+        w(repo, "tca_cuda", tca, 'backend: "braid"\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n'
+          'parameters { key: "backend" value: { string_value: "cuda" } }\n'
+          'parameters { key: "streams" value: { string_value: "0" } }\n')
+    w(repo, "bad_backend", tca, 'backend: "braid"\nparameters { key: "backend" value: { string_value: "tpu" } }\n')
     # refused at load
     w(repo, "bad_param", tca, 'backend: "braid"\nparameters { key: "streamz" value: { string_value: "2" } }\n')
     w(repo, "bad_dtype", tca, FULL_TCA.replace("TYPE_FP32", "TYPE_FP16", 1) % ("16, 32, 32", "32, 32, 32"))
@@ -232,6 +239,7 @@ def run_tests(srv, repo, have_cls, lib):
         check([int(d) for d in cfg["input"][0]["dims"]] == [3, -1, -1] and cfg["max_batch_size"] == 8,
               f"cls: input dims [3, -1, -1] under max_batch_size 8: {cfg['input'][0]['dims']}, {cfg['max_batch_size']}")
     for model, want in [("bad_param", "unknown parameter 'streamz'"),
+                        ("bad_backend", "parameter 'backend' is 'tpu': expected cpu, cuda or auto"),
                         ("bad_dtype", "input 'x' is TYPE_FP16 in config.pbtxt but float32"),
                         ("bad_batch", "max_batch_size is 4 but input 'x' has no dynamic first dim")]:
         try:
@@ -264,6 +272,14 @@ def run_tests(srv, repo, have_cls, lib):
         rc = ref.run("cls", {"x": xc})
         name = next(iter(rc))
         close(infer_http(c, "cls", {"x": xc})[name], rc[name], "cls (PP-OCR) over HTTP")
+
+    if os.environ.get("BRAID_CUDA_EMULATOR") == "1":
+        xe = rng.standard_normal((2, 16, 32, 32), dtype=np.float32)
+        close(infer_http(c, "tca_cuda", {"x": xe})["y"], ref.run("tca_cuda", {"x": xe})["y"],
+              "tca_cuda: the CUDA backend on the emulated device, over HTTP")
+        text = srv.log_text()
+        check(re.search(r"tca_cuda_0.*runs on CUDA: .*emulated by braid", text) is not None,
+              "tca_cuda: the instance says it runs on CUDA, on the emulated device")
 
     # ---- concurrency ----
     def many(model, shapes, n, threads=8, grpc=False, outputs=None):
@@ -419,6 +435,8 @@ def main():
     if not have_cls:
         print("note: models/real/ch_ppocr_mobile_v2.0_cls_infer.onnx is not fetched (scripts/fetch-models): the real model is left out")
     load = ["tca", "tca_db", "tca_nodb", "tca_any", "gather", "gather_ragged", "residual", "inception"] + (["cls"] if have_cls else [])
+    if os.environ.get("BRAID_CUDA_EMULATOR") == "1":
+        load.append("tca_cuda")
     srv = tritonrun.Server(binary, repo, a.backends, os.path.join(a.tmp, "tritonserver.log"), load=load,
                            extra=["--backend-config=default-max-batch-size=8"])
     rc = None

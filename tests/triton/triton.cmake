@@ -9,6 +9,9 @@ if(BRAID_TRITON AND NOT BRAID_SANITIZE AND NOT BRAID_FUZZ)
             --backends ${CMAKE_BINARY_DIR}/backends --models ${CMAKE_SOURCE_DIR}/models/gen
             --real ${CMAKE_SOURCE_DIR}/models/real --tmp ${CMAKE_BINARY_DIR}/tmp/triton)
   set_tests_properties(triton/server PROPERTIES LABELS triton FIXTURES_REQUIRED models SKIP_RETURN_CODE 77 TIMEOUT 600)
+  if(BRAID_HAVE_CUDA) # and a model on braid's CUDA backend, on the emulated device
+    set_tests_properties(triton/server PROPERTIES ENVIRONMENT "BRAID_CUDA_EMULATOR=1")
+  endif()
 endif()
 
 # The backend driven by tests/triton/fake_server.c, which plays tritonserver
