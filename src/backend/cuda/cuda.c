@@ -52,6 +52,37 @@ void bd_cuda_counts(void *state, long *streams_live, long *events_live)
 
 static double mib(size_t n) { return (double)n / (1024.0 * 1024.0); }
 
+/* BRAID_CUDA_POISON=1 (the GPU tests set it): fresh device, managed and
+ * pinned memory is filled with 0xFF bytes (NaN in every float type), so that
+ * an output or intermediate nobody wrote shows instead of reading as the
+ * zeros a fresh allocation often holds. The emulated device does it always. */
+static int poison_on(void)
+{
+    static int on = -1;
+    if (on < 0) on = bd_cuda_sync_enabled(getenv("BRAID_CUDA_POISON"));
+    return on;
+}
+
+/* The poisoning of a fresh allocation *p of n bytes; on failure it is freed. */
+static braid_status poisoned(cuda_state *s, void **p, size_t n, int host, bd_err *e)
+{
+    braid_status st = BRAID_OK;
+    if (!poison_on() || !n) return BRAID_OK;
+    if (host) {
+        memset(*p, 0xFF, n);
+        return BRAID_OK;
+    }
+    /* On the legacy stream, then waited for: the pool's non-blocking streams
+     * would not wait for it. */
+    BD_CUDA_TRY(e, cudaMemset(*p, 0xFF, n));
+    BD_CUDA_TRY(e, cudaStreamSynchronize(cudaStreamLegacy));
+    return BRAID_OK;
+fail:
+    bd_cu_free_kind(s, *p, host ? BD_MEM_PINNED : BD_MEM_DEVICE);
+    *p = NULL;
+    return st;
+}
+
 braid_status bd_cu_malloc(cuda_state *s, void **p, size_t n, bd_err *e)
 {
     *p = NULL;
@@ -63,7 +94,7 @@ braid_status bd_cu_malloc(cuda_state *s, void **p, size_t n, bd_err *e)
                        "cannot allocate %.1f MiB of device memory: %s", mib(n), cudaGetErrorString(ce));
     }
     BD_CU_COUNT(s, allocs, 1);
-    return BRAID_OK;
+    return poisoned(s, p, n, 0, e);
 }
 
 braid_status bd_cu_malloc_managed(cuda_state *s, void **p, size_t n, bd_err *e)
@@ -78,7 +109,7 @@ braid_status bd_cu_malloc_managed(cuda_state *s, void **p, size_t n, bd_err *e)
                        cudaGetErrorString(ce));
     }
     BD_CU_COUNT(s, allocs, 1);
-    return BRAID_OK;
+    return poisoned(s, p, n, 0, e);
 }
 
 braid_status bd_cu_malloc_pinned(cuda_state *s, void **p, size_t n, bd_err *e)
@@ -93,7 +124,7 @@ braid_status bd_cu_malloc_pinned(cuda_state *s, void **p, size_t n, bd_err *e)
                        cudaGetErrorString(ce));
     }
     BD_CU_COUNT(s, allocs, 1);
-    return BRAID_OK;
+    return poisoned(s, p, n, 1, e);
 }
 
 void bd_cu_free(cuda_state *s, void *p)
