@@ -35,5 +35,13 @@ if(NOT BRAID_SANITIZE)
               --lib $<TARGET_FILE:braid> --braid $<TARGET_FILE:braid_cli> --python ${BRAID_PYTHON}
               --models ${CMAKE_SOURCE_DIR}/models/real --streams 1,2,4,0)
     set_tests_properties(real/${real_name} PROPERTIES LABELS "real" SKIP_RETURN_CODE 77 TIMEOUT 900)
+    if(BRAID_HAVE_CUDA) # braid's CUDA backend on the emulated device, at 1 and automatic streams
+      add_test(NAME emu/real/${real_name}
+        COMMAND ${BRAID_PYTHON} ${CMAKE_SOURCE_DIR}/tests/real/run_real.py --model ${real_file}
+                --lib $<TARGET_FILE:braid> --braid $<TARGET_FILE:braid_cli> --python ${BRAID_PYTHON}
+                --models ${CMAKE_SOURCE_DIR}/models/real --backend cuda --streams 1,0)
+      set_tests_properties(emu/real/${real_name} PROPERTIES LABELS "real;emu" SKIP_RETURN_CODE 77 TIMEOUT 900
+        ENVIRONMENT "BRAID_CUDA_EMULATOR=1;BRAID_CUDA_EMULATOR_MODULE=${CMAKE_BINARY_DIR}/libbraid_cuda_emu.so")
+    endif()
   endforeach()
 endif()

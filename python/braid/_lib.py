@@ -46,11 +46,14 @@ def library_path() -> str:
 
 
 def cuda_module_present(lib_path: str) -> bool:
-    """Whether this build carries the CUDA backend (libbraid_cuda.so where libbraid looks first)."""
-    env = os.environ.get("BRAID_CUDA_MODULE")
+    """Whether this build carries the CUDA backend (libbraid_cuda.so where libbraid looks first; with
+    BRAID_CUDA_EMULATOR=1, libbraid_cuda_emu.so, the backend on braid's emulated device)."""
+    emulated = os.environ.get("BRAID_CUDA_EMULATOR") == "1"
+    env = os.environ.get("BRAID_CUDA_EMULATOR_MODULE" if emulated else "BRAID_CUDA_MODULE")
     if env:
         return os.path.exists(env)
-    return os.path.exists(os.path.join(os.path.dirname(os.path.abspath(lib_path)), "libbraid_cuda.so"))
+    name = "libbraid_cuda_emu.so" if emulated else "libbraid_cuda.so"
+    return os.path.exists(os.path.join(os.path.dirname(os.path.abspath(lib_path)), name))
 
 
 def _declare(lib: ctypes.CDLL) -> None:

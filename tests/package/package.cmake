@@ -13,6 +13,12 @@ set_tests_properties(package/api PROPERTIES LABELS "python;api" TIMEOUT 300 ENVI
 add_test(NAME package/sequence COMMAND ${BRAID_PYTHON} -m pytest -q -p no:cacheprovider -W ignore
          ${CMAKE_SOURCE_DIR}/tests/package/test_sequence.py)
 set_tests_properties(package/sequence PROPERTIES LABELS "python;api" TIMEOUT 300 ENVIRONMENT "${PKG_ENV}")
+if(BRAID_HAVE_CUDA) # the package on the CUDA backend, on the emulated device
+  add_test(NAME package/cuda_emulated COMMAND ${BRAID_PYTHON} -m pytest -q -p no:cacheprovider -W ignore
+           ${CMAKE_SOURCE_DIR}/tests/package/test_cuda_emulated.py)
+  set_tests_properties(package/cuda_emulated PROPERTIES LABELS "python;api;emu" TIMEOUT 300 FIXTURES_REQUIRED models
+    ENVIRONMENT "${PKG_ENV};BRAID_CUDA_EMULATOR=1;BRAID_CUDA_EMULATOR_MODULE=${CMAKE_BINARY_DIR}/libbraid_cuda_emu.so")
+endif()
 add_test(NAME package/onnx_backend COMMAND ${BRAID_PYTHON} -m pytest -q -p no:cacheprovider -W ignore
          ${CMAKE_SOURCE_DIR}/tests/package/test_onnx_backend.py)
 set_tests_properties(package/onnx_backend PROPERTIES LABELS "python;node" TIMEOUT 1200
