@@ -51,7 +51,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "embed: this example fills float inputs only\n");
             goto done;
         }
-        /* The session's buffer: on a GPU it is managed memory, so the run copies nothing. */
+        /* The session's buffer: on a GPU pinned host memory (one DMA, no host copy, no page faults). */
         if (braid_session_input_buffer(sess, i, t, &t->data) != BRAID_OK) {
             fprintf(stderr, "embed: %s\n", braid_session_error(sess));
             goto done;

@@ -259,7 +259,7 @@ const char *braid_session_error(const braid_session *s);
  * backend; on the CUDA backend, pinned host memory that a run moves to the
  * device in one DMA (the default), reads in place, or managed memory
  * prefetched to the device (BRAID_CUDA_IO=staged|mapped|managed, see
- * README). Write the input there and pass the same pointer in
+ * docs/cuda.md). Write the input there and pass the same pointer in
  * braid_session_run's inputs[i].data: braid then makes no host copy and the
  * host's writes cause no page faults (an input in ordinary memory costs a
  * pageable copy instead). The buffer lives until the next call for the same
