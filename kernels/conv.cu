@@ -256,6 +256,8 @@ struct time_ctx {
     const void *x, *w;
     void *y;
     cudaEvent_t a, b;
+    cudaError_t fault; /* an asynchronous fault a timed run raised (not a refusal) */
+    int fault_algo;
 };
 
 static int time_candidate(void *vctx, const bd_algo_cand *cand, double *ms)
@@ -272,8 +274,11 @@ static int time_candidate(void *vctx, const bd_algo_cand *cand, double *ms)
         }
     }
     float f = 0;
-    if (cudaEventRecord(t->b, t->k->stream) != cudaSuccess || cudaEventSynchronize(t->b) != cudaSuccess ||
-        cudaEventElapsedTime(&f, t->a, t->b) != cudaSuccess) {
+    cudaError_t ce = cudaEventRecord(t->b, t->k->stream);
+    if (ce == cudaSuccess) ce = cudaEventSynchronize(t->b);
+    if (ce == cudaSuccess) ce = cudaEventElapsedTime(&f, t->a, t->b);
+    if (ce != cudaSuccess) {
+        if (bd_cu_sticky(ce) && !t->fault) t->fault = ce, t->fault_algo = cand->algo; /* not a refusal */
         cudaGetLastError();
         return 1;
     }
@@ -292,27 +297,28 @@ static braid_status choose_algo(const bd_cuda_kernel *k, conv_cache *c, int tr, 
     int *algo = tr ? &c->bwd_algo : &c->fwd_algo;
     int fallback = tr ? (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 : (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
     bd_algo_pick pick;
-    time_ctx t = {k, c, tr, NULL, NULL, NULL, NULL, NULL};
+    time_ctx t = {k, c, tr, NULL, NULL, NULL, NULL, NULL, cudaSuccess, 0};
     key->v[0] = tr ? 2 : 1;
     key->v[1] = k->device;
     key->v[2] = k->allow_tf32;
     key->v[3] = (int64_t)k->workspace_size;
     key->v[4] = k->tune;
     if (!bd_algo_cache_get(key, &pick)) {
-        bd_algo_cand cands[CUDNN_CONVOLUTION_FWD_ALGO_COUNT + CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        /* cuDNN lists one entry per (algorithm, math type): room for both of each. */
+        enum { MAX_FWD = 2 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT, MAX_BWD = 2 * CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT };
+        bd_algo_cand cands[MAX_FWD + MAX_BWD];
         int got = 0, n = 0;
         if (!tr) {
-            cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-            BD_CUDNN_TRY(e, cudnnGetConvolutionForwardAlgorithm_v7(k->cudnn, c->xd, c->wd, c->cd, c->yd,
-                                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+            cudnnConvolutionFwdAlgoPerf_t perf[MAX_FWD];
+            BD_CUDNN_TRY(e, cudnnGetConvolutionForwardAlgorithm_v7(k->cudnn, c->xd, c->wd, c->cd, c->yd, MAX_FWD, &got,
+                                                                   perf));
             for (int i = 0; i < got; i++)
                 if (perf[i].status == CUDNN_STATUS_SUCCESS)
                     cands[n++] = bd_algo_cand{(int)perf[i].algo, (int)perf[i].mathType, perf[i].memory};
         } else {
-            cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-            BD_CUDNN_TRY(e, cudnnGetConvolutionBackwardDataAlgorithm_v7(k->cudnn, c->wd, c->xd, c->cd, c->yd,
-                                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got,
-                                                                        perf));
+            cudnnConvolutionBwdDataAlgoPerf_t perf[MAX_BWD];
+            BD_CUDNN_TRY(e, cudnnGetConvolutionBackwardDataAlgorithm_v7(k->cudnn, c->wd, c->xd, c->cd, c->yd, MAX_BWD,
+                                                                        &got, perf));
             for (int i = 0; i < got; i++)
                 if (perf[i].status == CUDNN_STATUS_SUCCESS)
                     cands[n++] = bd_algo_cand{(int)perf[i].algo, (int)perf[i].mathType, perf[i].memory};
@@ -334,6 +340,12 @@ static braid_status choose_algo(const bd_cuda_kernel *k, conv_cache *c, int tr, 
         if (t.a) cudaEventDestroy(t.a);
         if (t.b) cudaEventDestroy(t.b);
         t.a = t.b = NULL;
+        if (t.fault) { /* a fault, not a refusal: the context is gone, and this node's timing made it */
+            char call[96];
+            snprintf(call, sizeof call, "%s (timing candidate algorithm %d)",
+                     tr ? "cudnnConvolutionBackwardData" : "cudnnConvolutionForward", t.fault_algo);
+            return bd_cu_fail_cuda(e, call, t.fault, __FILE__, __LINE__);
+        }
         if (pick.fallback)
             bd_cu_note(k, "no cuDNN algorithm fits the %zu MiB workspace under the math rule (TF32 %s): runs "
                        "algorithm %d, which needs none", k->workspace_size >> 20, k->allow_tf32 ? "on" : "off",

@@ -41,7 +41,8 @@ if(NOT BRAID_SANITIZE)
                 --lib $<TARGET_FILE:braid> --braid $<TARGET_FILE:braid_cli> --python ${BRAID_PYTHON}
                 --models ${CMAKE_SOURCE_DIR}/models/real --backend cuda --streams 1,0)
       set_tests_properties(emu/real/${real_name} PROPERTIES LABELS "real;emu" SKIP_RETURN_CODE 77 TIMEOUT 900
-        ENVIRONMENT "BRAID_CUDA_EMULATOR=1;BRAID_CUDA_EMULATOR_MODULE=${CMAKE_BINARY_DIR}/libbraid_cuda_emu.so")
+        ENVIRONMENT "BRAID_CUDA_EMULATOR=1;BRAID_CUDA_EMULATOR_MODULE=${CMAKE_BINARY_DIR}/libbraid_cuda_emu.so"
+        FAIL_REGULAR_EXPRESSION "braid CUDA emulator: ")
     endif()
   endforeach()
 endif()

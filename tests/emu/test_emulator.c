@@ -515,9 +515,22 @@ static int child_delays(void)
     return 0;
 }
 
+static int child_h200(void)
+{
+    struct cudaDeviceProp p;
+    size_t free_b = 0, total = 0;
+    cudaGetDeviceProperties(&p, 0);
+    cudaMemGetInfo(&free_b, &total);
+    printf("name %s total %zu\n", p.name, total);
+    return 0;
+}
+
 static void t_switches(void)
 {
     char out[4096];
+    int st0 = child("h200", "BRAID_CUDA_EMULATOR_DEVICE=h200", out, sizeof out);
+    CHECK(WIFEXITED(st0) && WEXITSTATUS(st0) == 0);
+    CHECK_CONTAINS(out, "name NVIDIA H200 (emulated by braid) total 150754820096");
     int st = child("fail", "BRAID_CUDA_EMULATOR_FAIL=cudaMalloc:2", out, sizeof out);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     CHECK_CONTAINS(out, "malloc 1: 0\n");
@@ -559,6 +572,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[2], "pinned-write")) return child_pinned_write_while_read();
         if (!strcmp(argv[2], "fail")) return child_fail();
         if (!strcmp(argv[2], "delays")) return child_delays();
+        if (!strcmp(argv[2], "h200")) return child_h200();
         return 2;
     }
     t_device();

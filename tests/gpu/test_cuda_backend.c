@@ -26,6 +26,9 @@
  *      BRAID_CUDA_SYNC=1 the error names the node, its op, its stream and
  *      cudnnConvolutionForward; without it, the error blames no node and
  *      names BRAID_CUDA_SYNC.
+ *   inject     (the emulated device only) each call the backend makes fails in
+ *      turn (BRAID_CUDA_EMULATOR_FAIL), in a child each: a clean failure
+ *      naming the call, no crash, nothing left alive after the destroy.
  *   limits     an input past cuDNN's 2^31 elements is refused with LIMIT
  *      naming the Conv, before anything is allocated for it.
  *   tuning     tuned cuDNN algorithms are kept process-wide: a second session
@@ -369,6 +372,80 @@ static int fault_child(void)
     _exit(0); /* the context may be unusable: no teardown */
 }
 
+/* The child of the inject step: inception on CUDA with a CUDA graph (the
+ * call named by BRAID_CUDA_EMULATOR_FAIL fails in it), created, run three
+ * times, destroyed; prints each status, and the live objects left. */
+static int inject_child(void)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/models/gen/inception/model.onnx", src_dir());
+    braid_model *m = NULL;
+    braid_options *o = NULL;
+    braid_session *s = NULL;
+    if (braid_model_load_file(path, &m)) { printf("CHILD load failed: %s\n", braid_last_error()); return 2; }
+    braid_options_create(&o);
+    braid_options_set_backend(o, BRAID_BACKEND_CUDA);
+    braid_options_set_cuda_graph(o, 1);
+    braid_status st = braid_session_create(m, o, &s);
+    printf("CHILD create=%d %s\n", (int)st, st ? braid_last_error() : "");
+    braid_tensor in[MAX_IO], res[MAX_IO];
+    int n_in = make_inputs(m, in, 1);
+    for (int r = 0; s && r < 3; r++) {
+        st = braid_session_run(s, n_in, in, 1, res);
+        printf("CHILD run=%d %s\n", (int)st, st ? braid_session_error(s) : "");
+    }
+    braid_session_destroy(s);
+    bd_cuda_live c;
+    cuda_counts(&c);
+    printf("CHILD live=%ld %ld %ld %ld %ld %ld\n", c.streams, c.events, c.cudnn, c.cublas, c.allocs, c.graphs);
+    fflush(stdout);
+    return 0;
+}
+
+/* On the emulated device, each call the backend makes fails in turn
+ * (BRAID_CUDA_EMULATOR_FAIL), in a child each: the create or the run that
+ * hits it fails with a status and a message naming the call, a later run
+ * may succeed (or repeat the failure), nothing crashes, and every stream,
+ * event, handle, allocation and graph is gone after the destroy. */
+static void injected_failures(const char *self)
+{
+    const bd_cuda_module *mod = bd_cuda_module_load(NULL, 0);
+    if (!mod || !mod->emulated) {
+        printf("inject: only on the emulated device (BRAID_CUDA_EMULATOR=1)\n");
+        return;
+    }
+    static const char *const calls[] = {"cudaMalloc", "cudaHostAlloc", "cudaStreamCreateWithFlags",
+                                        "cudaEventCreateWithFlags", "cudnnCreate", "cublasCreate_v2",
+                                        "cudaMemcpyAsync", "cudaLaunchKernel", "cudnnConvolutionForward",
+                                        "cudaStreamBeginCapture", "cudaGraphInstantiateWithFlags"};
+    char cmd[4096], out[16384];
+    int hits = 0;
+    for (size_t c = 0; c < sizeof calls / sizeof *calls; c++)
+        for (int nth = 1; nth <= 3; nth++) {
+            snprintf(cmd, sizeof cmd, "BRAID_CUDA_EMULATOR_FAIL=%s:%d '%s' --inject-child 2>&1", calls[c], nth, self);
+            FILE *p = popen(cmd, "r");
+            size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
+            out[got] = '\0';
+            int rc = p ? pclose(p) : -1;
+            const char *live = strstr(out, "CHILD live=");
+            int ok = rc == 0 && live && !strncmp(live, "CHILD live=0 0 0 0 0 0", 22);
+            int failed = strstr(out, "CHILD create=0") == NULL || strstr(out, "CHILD run=1") || strstr(out, "CHILD run=8") ||
+                         strstr(out, "CHILD run=10");
+            hits += failed;
+            /* a failure names what failed (the call, or a refused graph capture, which is not an error) */
+            if (failed && !strstr(out, calls[c]) && !strstr(out, "out of memory") && !strstr(out, "cannot allocate")) ok = 0;
+            if (!ok) {
+                check_failed++;
+                fprintf(stderr, "FAIL inject %s:%d (exit %d):\n%s\n", calls[c], nth, rc, out);
+            } else {
+                check_passed++;
+            }
+        }
+    printf("inject: %zu calls failed at their 1st, 2nd and 3rd use, %d of those runs failed cleanly\n",
+           sizeof calls / sizeof *calls, hits);
+    CHECK(hits >= 10); /* the failures reached the backend */
+}
+
 static void fault_reports(const char *self)
 {
     char path[2048], cmd[4096], out[8192];
@@ -380,13 +457,20 @@ static void fault_reports(const char *self)
     for (int i = 0; i < g->n_nodes && !conv; i++)
         if (!strcmp(g->nodes[i].op_type, "Conv")) conv = g->nodes[i].name;
     if (!conv) { check_failed++; fprintf(stderr, "FAIL faults: two_conv_add has no Conv\n"); braid_model_destroy(m); return; }
+    /* The Conv's own test hook (a bad address handed to cuDNN), then, on the
+     * emulated device, its fault switch (the node's first kernel or library
+     * call faults as it runs). */
+    const bd_cuda_module *mod = bd_cuda_module_load(NULL, 0);
+    int kinds = mod && mod->emulated ? 2 : 1;
+    for (int kind = 0; kind < kinds; kind++)
     for (int sync = 1; sync >= 0; sync--) {
-        snprintf(cmd, sizeof cmd, "BRAID_CUDA_SYNC=%d BRAID_CUDA_TEST_FAULT='%s' '%s' --fault-child 2>&1", sync, conv, self);
+        snprintf(cmd, sizeof cmd, "BRAID_CUDA_SYNC=%d %s='%s%s' '%s' --fault-child 2>&1", sync,
+                 kind ? "BRAID_CUDA_EMULATOR_FAULT" : "BRAID_CUDA_TEST_FAULT", kind ? "node:" : "", conv, self);
         FILE *p = popen(cmd, "r");
         size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
         out[got] = '\0';
         if (p) pclose(p);
-        printf("fault child (BRAID_CUDA_SYNC=%d):\n%s", sync, out);
+        printf("fault child (%s, BRAID_CUDA_SYNC=%d):\n%s", kind ? "emulator's switch" : "test hook", sync, out);
         const char *msg = strstr(out, "CHILD message=");
         CHECK(msg != NULL);
         CHECK(strstr(out, "CHILD status=10") != NULL); /* BRAID_ERR_DEVICE */
@@ -396,7 +480,8 @@ static void fault_reports(const char *self)
         if (sync) {
             snprintf(want, sizeof want, "node '%s' (Conv) on stream ", conv);
             CHECK(!strncmp(msg, want, strlen(want)));
-            CHECK_CONTAINS(msg, "cudnnConvolutionForward: an illegal memory access was encountered");
+            CHECK_CONTAINS(msg, "an illegal memory access was encountered");
+            if (!kind) CHECK_CONTAINS(msg, "cudnnConvolutionForward: an illegal memory access was encountered");
         } else {
             CHECK(strncmp(msg, "node '", 6) != 0); /* no node is blamed */
             CHECK_CONTAINS(msg, "asynchronous");
@@ -686,6 +771,7 @@ int main(int argc, char **argv)
     return 77;
 #else
     if (argc > 1 && !strcmp(argv[1], "--fault-child")) return fault_child();
+    if (argc > 1 && !strcmp(argv[1], "--inject-child")) return inject_child();
     char why[256] = "";
     if (!cuda_probe(why, sizeof why)) {
         printf("SKIPPED: no CUDA device (%s)\n", why);
@@ -694,11 +780,11 @@ int main(int argc, char **argv)
     poison_fresh_memory();
     const char *only = argc > 1 ? argv[1] : NULL;
     if (only && !strcmp(only, "probe")) return probe_device();
-    static const char *const steps[] = {"lifecycle", "io", "sync", "faults", "limits", "tuning", "host"};
+    static const char *const steps[] = {"lifecycle", "io", "sync", "faults", "inject", "limits", "tuning", "host"};
     int known = !only;
-    for (int i = 0; i < 7; i++) known |= only && !strcmp(only, steps[i]);
+    for (int i = 0; i < 8; i++) known |= only && !strcmp(only, steps[i]);
     if (!known) {
-        fprintf(stderr, "usage: test_cuda_backend [probe|lifecycle|io|sync|faults|limits|tuning|host]\n");
+        fprintf(stderr, "usage: test_cuda_backend [probe|lifecycle|io|sync|faults|inject|limits|tuning|host]\n");
         return 2;
     }
 #define STEP(name) (!only || !strcmp(only, name))
@@ -714,6 +800,14 @@ int main(int argc, char **argv)
         } else {
             check_failed++;
             fprintf(stderr, "FAIL faults: cannot read /proc/self/exe\n");
+        }
+    }
+    if (STEP("inject")) {
+        char self[1024];
+        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (len > 0) {
+            self[len] = '\0';
+            injected_failures(self);
         }
     }
     if (STEP("limits")) limits();

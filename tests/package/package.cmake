@@ -17,7 +17,8 @@ if(BRAID_HAVE_CUDA) # the package on the CUDA backend, on the emulated device
   add_test(NAME package/cuda_emulated COMMAND ${BRAID_PYTHON} -m pytest -q -p no:cacheprovider -W ignore
            ${CMAKE_SOURCE_DIR}/tests/package/test_cuda_emulated.py)
   set_tests_properties(package/cuda_emulated PROPERTIES LABELS "python;api;emu" TIMEOUT 300 FIXTURES_REQUIRED models
-    ENVIRONMENT "${PKG_ENV};BRAID_CUDA_EMULATOR=1;BRAID_CUDA_EMULATOR_MODULE=${CMAKE_BINARY_DIR}/libbraid_cuda_emu.so")
+    ENVIRONMENT "${PKG_ENV};BRAID_CUDA_EMULATOR=1;BRAID_CUDA_EMULATOR_MODULE=${CMAKE_BINARY_DIR}/libbraid_cuda_emu.so"
+    FAIL_REGULAR_EXPRESSION "braid CUDA emulator: ")
 endif()
 add_test(NAME package/onnx_backend COMMAND ${BRAID_PYTHON} -m pytest -q -p no:cacheprovider -W ignore
          ${CMAKE_SOURCE_DIR}/tests/package/test_onnx_backend.py)

@@ -10,7 +10,8 @@ if(BRAID_TRITON AND NOT BRAID_SANITIZE AND NOT BRAID_FUZZ)
             --real ${CMAKE_SOURCE_DIR}/models/real --tmp ${CMAKE_BINARY_DIR}/tmp/triton)
   set_tests_properties(triton/server PROPERTIES LABELS triton FIXTURES_REQUIRED models SKIP_RETURN_CODE 77 TIMEOUT 600)
   if(BRAID_HAVE_CUDA) # and a model on braid's CUDA backend, on the emulated device
-    set_tests_properties(triton/server PROPERTIES ENVIRONMENT "BRAID_CUDA_EMULATOR=1")
+    set_tests_properties(triton/server PROPERTIES ENVIRONMENT "BRAID_CUDA_EMULATOR=1"
+      FAIL_REGULAR_EXPRESSION "braid CUDA emulator: ")
   endif()
 endif()
 

@@ -119,6 +119,9 @@ const char *cudaGetErrorString(cudaError_t e)
     case cudaErrorLaunchFailure: return "unspecified launch failure";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorNotSupported: return "operation not supported";
+    case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
+    case cudaErrorInvalidDeviceFunction: return "invalid device function";
+    case cudaErrorInvalidPitchValue: return "invalid pitch argument";
     case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
     case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
     case cudaErrorStreamCaptureMerge: return "operation would result in a merge of separate capture sequences";
