@@ -1,6 +1,6 @@
 /* control.cu: the control op family on CUDA (BD_OP_If, BD_OP_Loop and
  * BD_OP_Scan: nodes that own subgraphs). They run no kernel of their own: the enqueue walk hands them to
- * the engine (src/backend/cuda/cuda_control.c, src/backend/nest.c), whose
+ * the engine (src/backend/cuda/cuda_control.c, src/runtime/controlflow.c), whose
  * slices and copies are cudaMemcpy2DAsync on the node's stream. The node's
  * cache slot holds where its nested plans run, freed here with the plan. */
 #include "common.cuh"

@@ -9,7 +9,7 @@
  * algorithm: on the first run of a shape in the process, cuDNN's candidates
  * that fit the stream's workspace are timed on the node's own tensors and the
  * fastest is kept in a process-wide cache (bd_algo_choose, bd_algo_cache in
- * src/backend/cuda_logic.c); without timing, the heuristic's order. Tensors
+ * src/backend/cuda/common/algo.c); without timing, the heuristic's order. Tensors
  * past cuDNN's limits are refused before any cuDNN call. float16 and
  * bfloat16 tensors go to cuDNN as CUDNN_DATA_HALF / CUDNN_DATA_BFLOAT16 with
  * float32 accumulation (the convolution's compute type), so each output is
@@ -21,7 +21,8 @@
 #include "common.cuh"
 
 extern "C" {
-#include "backend/cuda_logic.h"
+#include "backend/cuda/common/algo.h"
+#include "backend/cuda/common/limits.h"
 #include "ops/conv.h"
 }
 
@@ -103,7 +104,7 @@ static cudnnDataType_t cudnn_type(int dt)
 static size_t el_size(int dt) { return dt == BRAID_DTYPE_FLOAT ? sizeof(float) : sizeof(uint16_t); }
 
 /* y = bd_conv_epilogue(...) in place, one pass: the bias, the residual of an
- * Add folded into the Conv (input 3) and the fused activation (src/graph/fuse.c). */
+ * Add folded into the Conv (input 3) and the fused activation (src/passes/fuse_conv.c). */
 template <class E>
 static __global__ void conv_epilogue(typename E::T *__restrict__ y, int64_t n, int64_t plane, int64_t c_out,
                                      const typename E::T *__restrict__ bias, const typename E::T *__restrict__ z,

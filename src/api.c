@@ -1,7 +1,7 @@
 /* api.c: the public functions of braid.h: argument checks, error text (per
  * session, and per thread for calls without one), the plan cache keyed by
  * input shapes (each entry the first stage of a staged sequence, see
- * src/backend/stage.c), backend selection, and the profile writer. */
+ * src/runtime/stage.c), backend selection, and the profile writer. */
 #include <libgen.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -14,7 +14,7 @@
 #include "util/seqval.h"
 #include "util/strpool.h"
 #include "backend/backend.h"
-#include "backend/notes.h"
+#include "runtime/notes.h"
 #include "onnx/onnx.h"
 #include "ops/ops.h"
 #include "api_internal.h"
@@ -368,6 +368,7 @@ braid_status braid_session_create(const braid_model *m, const braid_options *o, 
         return set_error(tls_err, &e);
     }
     s->runner = (bd_runner){.ctx = s, .prepare = runner_prepare, .release = runner_release, .run = runner_run,
+                            .node_note = s->be->node_note,
                             .read = runner_read, .host_mem = s->be == &bd_backend_cpu, .host_out = 1, .host_in = 1};
     pthread_mutex_init(&s->mu, NULL);
     bd_strpool_init(&s->out_strings);

@@ -4,7 +4,7 @@
 #define BD_API_INTERNAL_H
 
 #include "braid.h"
-#include "graph/ir.h"
+#include "ir/ir.h"
 
 const bd_graph *bd_model_graph(const braid_model *m);
 

@@ -10,7 +10,7 @@
 #include "api_internal.h"
 #include "backend/backend.h"
 #include "backend/cpu/sgemm.h"
-#include "backend/cuda_logic.h"
+#include "backend/cuda/common/limits.h"
 #include "cli/cli.h"
 #include "ops/ops.h"
 
@@ -198,7 +198,7 @@ static void form_free(bench_form *f)
 
 /* Makes the forms, all in this process, so that every form of a
  * convolution shape runs the same tuned cuDNN algorithm (the choice is
- * cached process-wide, cuda_logic.h), whichever form tuned it. */
+ * cached process-wide, cuda/common/algo.h), whichever form tuned it. */
 static braid_status make_forms(const cli_opts *o, const braid_model *m, int K, bench_form *f)
 {
     cli_opts asked = *o, plain = *o;

@@ -4,7 +4,7 @@
 #ifndef BD_ONNX_H
 #define BD_ONNX_H
 
-#include "graph/ir.h"
+#include "ir/ir.h"
 
 /* Parses and validates a model. base_dir resolves external data (NULL
  * refuses it). On failure g is left empty and e names what and where. */

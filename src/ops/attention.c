@@ -19,7 +19,7 @@ braid_status bd_attention_parse(bd_node *n, bd_err *e)
     braid_status st = BRAID_OK;
     bd_attention_params *p = bd_calloc(1, sizeof *p);
     BD_CHECK_ALLOC(e, p);
-    if (n->op == BD_OP_PV_FlexAttention) { /* src/onnx/expand.c replaces it by other ops at load */
+    if (n->op == BD_OP_PV_FlexAttention) { /* src/onnx/flexattn.c replaces it by other ops at load */
         st = BD_FAIL(e, BRAID_ERR_INTERNAL, "FlexAttention is expanded at load and never runs as one node");
         goto fail;
     }

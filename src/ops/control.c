@@ -1,17 +1,17 @@
 /* control.c: attribute parsing, shape inference and cost of the control op
  * family: If, Loop and Scan, nodes that own subgraphs. Inference goes into
- * the subgraphs: each is specialized (src/graph/shape.c) to the shapes the
+ * the subgraphs: each is specialized (src/passes/instance.c) to the shapes the
  * node hands it (formal inputs, and captures with their plan-time values),
  * and its output shapes become the node's. Where they are known only when
  * the node runs (two If branches of different shapes, a Loop whose trip
  * count is not known, a body whose own shapes depend on data), infer leaves
- * dims -1: the engine (src/backend/nest.c) allocates such outputs, and the
+ * dims -1: the engine (src/runtime/controlflow.c) allocates such outputs, and the
  * values that read them wait for a later stage of the plan. */
 #include "control.h"
 
 #include <string.h>
 
-#include "graph/shape.h"
+#include "passes/instance.h"
 
 static braid_status check_body(const bd_node *n, const char *attr, int n_in, int n_out, bd_err *e)
 {

@@ -15,7 +15,7 @@ typedef enum bd_conv_pad {
     BD_PAD_VALID = 3
 } bd_conv_pad;
 
-/* An activation fused into a Conv by src/graph/fuse.c (a Relu, LeakyRelu,
+/* An activation fused into a Conv by src/passes/fuse_conv.c (a Relu, LeakyRelu,
  * Clip, HardSigmoid, HardSwish or Sigmoid that was the Conv's only consumer,
  * or a Sigmoid and the Mul of the Conv's output by it), applied after the
  * bias, with the formulas of ops/activation.h. */
@@ -44,7 +44,7 @@ static inline BD_HOST_DEVICE float bd_conv_act_apply(int act, float a, float b, 
     }
 }
 
-/* Where an Add folded into a Conv (bd_inst_fuse_add in src/graph/fuse.c)
+/* Where an Add folded into a Conv (bd_inst_fuse_add in src/passes/fuse_conv.c)
  * adds its other input, the residual: a fused node has a 4th input. */
 typedef enum bd_conv_res {
     BD_RES_NONE = 0,
@@ -80,7 +80,7 @@ typedef struct bd_conv_params {
     int act;                            /* bd_conv_act, set by fusion (Conv only) */
     float act_a, act_b;
     int res;                            /* bd_conv_res, set by plan-time fusion: input 3 is added */
-    /* Set by the layout pass (src/graph/layout.c), 2-D Conv only. NHWC: Y
+    /* Set by the NHWC pass (src/passes/nhwc.c), 2-D Conv only. NHWC: Y
      * and the residual are (N, H, W, M), W is (KH, KW, C/group, M) and X is
      * (N, H, W, C), or (N, C, H, W) when x_nchw is set. With w_panel (one
      * group only), W's values keep those dims but lie in panels of w_panel

@@ -10,7 +10,7 @@
 #include "ops.h"
 
 typedef struct bd_norm_params {
-    float epsilon;     /* first: src/graph/fuse.c reads it to fold BatchNormalization */
+    float epsilon;     /* first: src/passes/fuse_conv.c reads it to fold BatchNormalization */
     int training;      /* BatchNormalization: batch statistics (training_mode, is_test 0, or
                         * opsets 7-13 with optional outputs); fuse.c folds only inference */
     int spatial;       /* BatchNormalization before opset 9: 0 = one mean per activation */
@@ -26,7 +26,7 @@ typedef struct bd_norm_params {
 } bd_norm_params;
 
 /* BatchNormalization's per-channel multiplier and offset (y = x * a + b), in
- * double as src/graph/fuse.c's fold computes them. */
+ * double as src/passes/fuse_conv.c's fold computes them. */
 static inline BD_HOST_DEVICE void bd_bn_coef(double scale, double bias, double mean, double var, double eps,
                                              double *a, double *b)
 {

@@ -4,7 +4,7 @@
 #ifndef BD_OPS_H
 #define BD_OPS_H
 
-#include "../graph/ir.h"
+#include "ir/ir.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,7 +56,7 @@ enum {
      * the data contiguously for those dims. With constant inputs the node
      * folds; otherwise it runs with outputs of the largest size, and the
      * nodes that read them wait for the next stage of the plan, which is
-     * planned for the actual dims (src/backend/stage.c). A CUDA kernel learns
+     * planned for the actual dims (src/runtime/stage.c). A CUDA kernel learns
      * the dims on the host (a synchronization of its stream). */
     BD_OPF_DATA_SHAPE = 1u << 0,
     /* The node owns subgraphs (graph attributes): If, Loop, Scan. Its
@@ -70,7 +70,7 @@ enum {
 };
 
 /* Memory layouts of 4-D float values, chosen per value when a plan is made
- * (src/graph/layout.c). A value's shape is always its physical one: an NHWC
+ * (src/passes/nhwc.c). A value's shape is always its physical one: an NHWC
  * value of logical shape (N, C, H, W) has dims (N, H, W, C). Ops that run on
  * NHWC data say so in their parsed attributes (bd_conv_params.layout,
  * bd_pool_params.layout); every other op sees plain row-major tensors. */
@@ -138,11 +138,11 @@ int bd_op_last_opset(const char *domain, const char *op_type, int *first);
  *   plan time fails with UNSUPPORTED; when that input is one of its shape
  *   inputs (the SI column) and is computed at run time, the node waits for a
  *   later stage of the plan, made once the stage before has run and the
- *   input's values have been read back (src/graph/shape.c). An output with
+ *   input's values have been read back (src/passes/instance.c). An output with
  *   no bound before the node runs (a Loop's scan outputs) gets its dtype and
  *   dims -1 (or rank -1): its kernel then sets the shape and supplies the
  *   memory, and readers wait for a later stage. Only the control family does
- *   this today (its engine, src/backend/nest.c, owns such outputs).
+ *   this today (its engine, src/runtime/controlflow.c, owns such outputs).
  * cost: estimated floating-point operations of one run (the planner adds the
  *   bytes moved itself). */
 #define X(f)                                                                                       \

@@ -26,7 +26,7 @@ typedef struct bd_pool_params {
     int auto_pad;                            /* bd_auto_pad */
     int ceil_mode, count_include_pad, storage_order;
     double p;                                /* LpPool, GlobalLpPool: the norm's exponent (default 2) */
-    int layout; /* BD_LAYOUT_NHWC (src/graph/layout.c; 2-D MaxPool, AveragePool, the
+    int layout; /* BD_LAYOUT_NHWC (src/passes/nhwc.c; 2-D MaxPool, AveragePool, the
                  * global pools): X and Y are (N, H, W, C) */
 } bd_pool_params;
 

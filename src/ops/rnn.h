@@ -51,7 +51,7 @@ typedef struct bd_rnn_cell {
 } bd_rnn_cell;
 
 /* An internal attribute the load-time split of a bidirectional node writes
- * (src/graph/rnn_split.c): the node runs only that direction (0 forward,
+ * (src/passes/rnn_rewrite.c): the node runs only that direction (0 forward,
  * 1 reverse) of the bidirectional node's weights, states and activations,
  * and its outputs have one direction. */
 #define BD_RNN_PART_ATTR "braid.direction_part"

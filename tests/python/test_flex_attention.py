@@ -1,5 +1,5 @@
 """test_flex_attention.py: ai.onnx.preview FlexAttention (expanded at load by
-src/onnx/expand.c) against onnx's reference implementation, on what the node
+src/onnx/flexattn.c) against onnx's reference implementation, on what the node
 tests leave out, and its refusals with their exact messages.
 
 Cases (expected outputs from onnx.reference.ReferenceEvaluator; `braid check`

@@ -10,7 +10,7 @@
 
 #include "api_internal.h"
 #include "backend/backend.h"
-#include "backend/nest.h"
+#include "runtime/controlflow.h"
 #include "check.h"
 #include "mbuild.h"
 

@@ -1,5 +1,5 @@
 /* test_cuda_logic.c: what the CUDA backend decides without a GPU, checked on
- * the CPU (src/backend/cuda_logic.c, src/backend/notes.c) and the API around
+ * the CPU (src/backend/cuda/common/, src/runtime/notes.c) and the API around
  * it: the notes list (dedup, overflow), fault texts (the BRAID_CUDA_SYNC
  * message of the issue, word for word), the cuDNN algorithm choice with a
  * fake timing source, the process-wide choice cache, cuDNN's size limits,
@@ -13,8 +13,13 @@
 #include "optest.h"
 
 #include "api_internal.h"
-#include "backend/cuda_logic.h"
-#include "backend/notes.h"
+#include "backend/cuda/common/algo.h"
+#include "backend/cuda/common/device_info.h"
+#include "backend/cuda/common/faults.h"
+#include "backend/cuda/common/host_nodes.h"
+#include "backend/cuda/common/io.h"
+#include "backend/cuda/common/limits.h"
+#include "runtime/notes.h"
 
 /* ---- notes --------------------------------------------------------------------------- */
 
@@ -463,8 +468,8 @@ static void test_host_nodes(void)
     p.plan.n_streams = 1;
     p.plan.stream_start = start;
     p.plan.cmds = cmds;
-    for (int host_mem = 0; host_mem < 2; host_mem++) {
-        bd_runner r = {.host_mem = host_mem};
+    for (int host_mem = 0; host_mem < 2; host_mem++) { /* a CUDA runner, and the CPU's (no note) */
+        bd_runner r = {.host_mem = host_mem, .node_note = host_mem ? NULL : bd_cuda_node_note};
         p.runner = &r;
         char *text = NULL;
         size_t len = 0;

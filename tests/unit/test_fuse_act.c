@@ -1,4 +1,4 @@
-/* test_fuse_act.c: the load-time activation fusions of src/graph/fuse_act.c.
+/* test_fuse_act.c: the load-time activation fusions of src/passes/fuse_act.c.
  * Each chain an exporter writes (Paddle's (X * Clip(X + 3, 0, 6)) / 6, its
  * form with * (1/6) and operands swapped, X * HardSigmoid(X) with alpha 1/6,
  * X * Sigmoid(X)) must load as one HardSwish or Swish node and give the
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "api_internal.h"
-#include "graph/ir.h"
+#include "ir/ir.h"
 #include "ops/ops.h"
 #include "check.h"
 #include "mbuild.h"

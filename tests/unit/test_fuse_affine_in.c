@@ -1,4 +1,4 @@
-/* test_fuse_affine_in.c: src/graph/fuse_affine_in.c, an affine before a Conv
+/* test_fuse_affine_in.c: src/passes/fuse_affine_in.c, an affine before a Conv
  * folded into its weights at load. X (1, 6, 5, 4) -> Mul(s) -> Add(t) -> Conv
  * (1x1 or 3x3, groups 1, 2 or 6, with and without bias; s and t scalars or
  * one per channel) must load as the Conv alone and give the chain's values
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "api_internal.h"
-#include "graph/ir.h"
+#include "ir/ir.h"
 #include "ops/ops.h"
 #include "check.h"
 #include "mbuild.h"

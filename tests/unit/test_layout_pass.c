@@ -1,4 +1,4 @@
-/* test_layout_pass.c: the plan-time layout pass (src/graph/layout.c). On
+/* test_layout_pass.c: the plan-time layout pass (src/passes/nhwc.c). On
  * models built here it checks which values become NHWC and where the
  * conversions go (counts and names, through bd_prepare and the plan print),
  * that a lone Conv between two conversions, or a region of 3x3 Convs behind

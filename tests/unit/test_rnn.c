@@ -19,7 +19,7 @@
  * + one unit in the last place (2e-3, 1.6e-2) rel. */
 #include "backend/cpu/cpu_ops.h"
 #include "check.h"
-#include "graph/ir.h"
+#include "ir/ir.h"
 #include "ops/rnn.h"
 #include "optest.h"
 #include "util/dtype.h"

@@ -12,7 +12,7 @@
 
 #include <math.h>
 
-#include "graph/shape.h"
+#include "passes/instance.h"
 #include "ops/vision.h"
 #include "util/dtype.h"
 

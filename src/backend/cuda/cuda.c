@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/notes.h"
+#include "runtime/notes.h"
 
 #define WEIGHT_ALIGN 256
 
@@ -527,5 +527,6 @@ const bd_backend bd_backend_cuda = {
     .counts = bd_cuda_counts,
     .device_info = cuda_device_info,
     .graph_info = bd_cuda_plan_graph_info,
+    .node_note = bd_cuda_node_note,
     .fill_cost = 0.025, /* ~0.5 GFLOP at the cost model's 20 GFLOP/s: a few microseconds of a whole H100 */
 };

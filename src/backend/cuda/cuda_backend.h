@@ -9,7 +9,12 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_ops.h"
-#include "backend/cuda_logic.h"
+#include "backend/cuda/common/algo.h"
+#include "backend/cuda/common/device_info.h"
+#include "backend/cuda/common/faults.h"
+#include "backend/cuda/common/host_nodes.h"
+#include "backend/cuda/common/io.h"
+#include "backend/cuda/common/limits.h"
 #include "util/strpool.h"
 
 /* Live objects (created minus destroyed). */

@@ -5,7 +5,7 @@
  * values to the host (cuda_host.c), and where a node's output shape is known
  * only when it runs (BD_IV_RUNTIME) the shape its launcher wrote is kept for
  * later stages. A control-flow node (If, Loop, Scan, SequenceMap) is one
- * command on its stream: the engine of src/backend/nest.c runs it with the
+ * command on its stream: the engine of src/runtime/controlflow.c runs it with the
  * primitives below.
  *
  * Nested plans run on the device like any plan, enqueued from the host
@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/nest.h"
+#include "runtime/controlflow.h"
 
 /* What the nested plans of one control-flow node run on: the node's pool
  * stream, and the first pool stream free for their other streams. */
@@ -306,6 +306,7 @@ braid_status bd_cuda_node_launch(cuda_state *s, bd_prepared *p, int li, int pool
             *k->cache = c; /* freed with the plan's caches (bd_cuda_control_free) */
         }
         bd_nest_ops ops = {.runner = {.ctx = c, .prepare = nested_prepare, .release = nested_release,
+                                      .node_note = bd_cuda_node_note,
                                       .run = nested_run, .read = nest_read},
                            .copy2d = nest_copy2d, .write = nest_write, .alloc = nest_alloc, .free = nest_free,
                            .sync_note = "a synchronization of the node's stream"};

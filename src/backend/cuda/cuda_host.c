@@ -7,7 +7,7 @@
  * (plan-time constants are read from their host copies), the CPU kernel
  * runs, and its outputs are copied into the node's device memory on its
  * stream, which is synchronized again before the host buffers are freed. `braid
- * plan` says so for every such node (src/backend/stage.c).
+ * plan` says so for every such node (src/runtime/stage.c).
  *
  * What strings, sequences and optionals hold lives in host memory on every
  * backend: device memory holds only their pointers (a string tensor's char

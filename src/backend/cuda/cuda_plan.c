@@ -1,6 +1,6 @@
 /* cuda_plan.c: the CUDA backend's plan half: a plan's arena and folded
  * constants on the device, its input and output buffers in the session's I/O
- * mode (cuda_logic.h: staged, mapped or managed), one event per plan event,
+ * mode (common/io.h: staged, mapped or managed), one event per plan event,
  * and the run: the inputs to the device, every stream's commands enqueued in
  * node order (a wait is always enqueued after the record it waits on), the
  * streams joined into stream 0, the outputs to the host, one synchronization;
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/notes.h"
+#include "runtime/notes.h"
 #include "ops/conv.h"
 
 typedef struct cuda_plan {

@@ -6,14 +6,14 @@
  * cudnnConvolutionForward: an illegal memory access was encountered". Without
  * the switch, an asynchronous error that surfaces at some later call is
  * marked as such, so that the node being enqueued is not blamed for it. The
- * texts themselves are built by src/backend/cuda_logic.c (unit-tested). */
+ * texts themselves are built by src/backend/cuda/common/faults.c (unit-tested). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda_logic.h"
-#include "backend/notes.h"
+#include "backend/cuda/common/faults.h"
+#include "runtime/notes.h"
 
 typedef struct fault_ctx {
     int active;          /* inside a node (bd_cu_fault_begin .. bd_cu_fault_end) */

@@ -1,7 +1,7 @@
 /* module.c: the entry point of libbraid_cuda.so (and of libbraid_cuda_emu.so,
  * the same backend on the emulated device), the CUDA backend's own library:
  * the one symbol braid looks up when it loads the backend
- * (src/backend/cuda_load.c). */
+ * (src/backend/cuda/common/load.c). */
 #include "backend/cuda/cuda_backend.h"
 
 #ifndef BD_CUDA_EMULATED

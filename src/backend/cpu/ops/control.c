@@ -1,11 +1,12 @@
 /* control.c: CPU kernels of the control op family: If, Loop and Scan, nodes
- * that own subgraphs. The engine (src/backend/nest.c) runs them; this file
+ * that own subgraphs. The engine (src/runtime/controlflow.c) runs them; this file
  * gives it the CPU's primitives: the CPU backend as the runner of nested
  * plans (each with its own stream threads), host memory copies and allocations. */
 #include <string.h>
 
+#include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/nest.h"
+#include "runtime/controlflow.h"
 
 static braid_status cpu_read(void *ctx, void *dst, const void *src, size_t n, bd_err *e)
 {

@@ -114,7 +114,7 @@ static void conv_depthwise(const bd_conv_geom *g, const win3 *w, const float *x,
 
 /* After the sums: the bias (unless y already holds it), the residual of a
  * folded Add and the fused activation, in one pass over the (image, output
- * channel) planes [nc0, nc1) (see src/graph/fuse.c). */
+ * channel) planes [nc0, nc1) (see src/passes/fuse_conv.c). */
 static void epilogue_planes(const bd_kernel *k, const bd_conv_geom *g, const float *bias, float *y, int64_t nc0,
                             int64_t nc1)
 {

@@ -1,5 +1,5 @@
 /* convnhwc.h: the conv and pool kernels on NHWC data (convnhwc.c,
- * poolnhwc.c), for the nodes the layout pass (src/graph/layout.c) set to
+ * poolnhwc.c), for the nodes the NHWC pass (src/passes/nhwc.c) set to
  * BD_LAYOUT_NHWC, and the pool window tables poolnhwc.c shares with pool.c.
  * conv.c and pool.c dispatch to them. */
 #ifndef BD_CPU_CONVNHWC_H

@@ -1,6 +1,6 @@
 /* notes.c: a session's notes (notes.h): fixed storage under a mutex, equal
  * texts kept once, and a last slot that counts what did not fit. */
-#include "backend/notes.h"
+#include "runtime/notes.h"
 
 #include <stdarg.h>
 #include <stdio.h>

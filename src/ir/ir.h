@@ -112,7 +112,7 @@ braid_status bd_graph_toposort(bd_graph *g, bd_err *e);
 void bd_attr_free(bd_attr *a);
 /* Frees what a node owns (not the node itself). */
 void bd_node_free(bd_node *n);
-/* Load-time fusions (src/graph/fuse.c): Conv + Relu/LeakyRelu/Clip. */
+/* Load-time fusions (src/passes/fuse_conv.c): Conv + Relu/LeakyRelu/Clip. */
 braid_status bd_graph_fuse(bd_graph *g, bd_err *e);
 /* For the fusions that rewrite weights (fuse.c, fuse_affine_in.c): constant
  * v as per-channel factors against a tensor of rank R with C channels (dim
@@ -126,14 +126,14 @@ int bd_graph_new_const(bd_graph *g, const char *base, const char *suffix, int ra
 void bd_graph_drop_if_unread(bd_graph *g, int v, const int *readers);
 /* Removes the nodes a fusion absorbed (gone[i] = 1) and sorts the rest again. */
 braid_status bd_graph_drop_nodes(bd_graph *g, const unsigned char *gone, bd_err *e);
-/* Load-time fusions (src/graph/fuse_act.c): HardSwish and Swish written out
+/* Load-time fusions (src/passes/fuse_act.c): HardSwish and Swish written out
  * as chains of elementwise nodes become one node. */
 braid_status bd_graph_fuse_act(bd_graph *g, bd_err *e);
-/* Load-time fusion (src/graph/fuse_affine_in.c): Mul/Add by scalar or
+/* Load-time fusion (src/passes/fuse_affine_in.c): Mul/Add by scalar or
  * per-channel constants right before a Conv that pads nothing, folded into
  * its weights and bias. */
 braid_status bd_graph_fuse_affine_in(bd_graph *g, bd_err *e);
-/* Load-time rewrites of recurrent nodes (src/graph/rnn_rewrite.c): each
+/* Load-time rewrites of recurrent nodes (src/passes/rnn_rewrite.c): each
  * bidirectional LSTM, GRU, RNN or DynamicQuantizeLSTM becomes a forward and
  * a reverse node and the Concats that join their outputs, so that the
  * directions can run on two streams; a constant R is stored transposed. */

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/ir.h"
+#include "ir/ir.h"
 #include "ops/conv.h"
 #include "ops/ops.h"
 

@@ -1,6 +1,6 @@
 /* ir.c: ownership of the IR (values, nodes, attributes), value lookup,
  * topological ordering with cycle detection, and typed attribute access. */
-#include "ir.h"
+#include "ir/ir.h"
 
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* nest.c: the control-flow engine (see nest.h). Written once against the
+/* controlflow.c: the control-flow engine (see controlflow.h). Written once against the
  * backend's primitives, so the CPU and CUDA run one definition of If, Loop
  * and Scan.
  *
@@ -23,7 +23,7 @@
  * itself where a slice is contiguous), in either direction, feed the body;
  * scan outputs are written at their axes and directions; opset 8's batch
  * axis runs one scan per batch row. */
-#include "backend/nest.h"
+#include "runtime/controlflow.h"
 
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* cuda_load.c: finds and loads the CUDA backend, which lives in its own
+/* load.c: finds and loads the CUDA backend, which lives in its own
  * library (libbraid_cuda.so, linked against cuDNN and cuBLAS) so that braid
  * itself starts and runs on the CPU on machines without them; with
  * BRAID_CUDA_EMULATOR=1, the same backend on braid's emulated device

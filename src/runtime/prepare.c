@@ -5,7 +5,7 @@
  * intermediate buffers to the plan compiler, and verify the plan. A value
  * that a later stage reads is a kept buffer (never reused); one made by an
  * earlier stage is read where that stage left it (p->ext). */
-#include "backend/backend.h"
+#include "runtime/runtime.h"
 
 #include <string.h>
 
@@ -304,4 +304,22 @@ braid_status bd_prepare_next(bd_prepared *prev, const bd_tensor *actual, bd_prep
 fail:
     bd_prepared_free(p);
     return st;
+}
+
+double bd_plan_traffic_bytes(const bd_prepared *p)
+{
+    double total = 0;
+    for (int i = 0; i < p->n_live; i++) {
+        const bd_node *n = p->inst.node[p->live[i]];
+        for (int pass = 0; pass < 2; pass++) {
+            int cnt = pass ? n->n_out : n->n_in;
+            const int *idx = pass ? n->out : n->in;
+            for (int k = 0; k < cnt; k++) {
+                size_t nb = 0;
+                bd_err e = {0};
+                if (idx[k] >= 0 && bd_tensor_nbytes(&p->inst.vals[idx[k]], &nb, &e) == BRAID_OK) total += (double)nb;
+            }
+        }
+    }
+    return total;
 }

@@ -1,4 +1,4 @@
-/* shape.c: specializes a graph to one set of input shapes: checks the run's
+/* instance.c: specializes a graph to one set of input shapes: checks the run's
  * inputs against the declarations (symbolic dims must agree across inputs),
  * infers every value's dtype and shape in topological order, and folds nodes
  * whose inputs are all known (and Shape and Size, which need only a shape).
@@ -12,7 +12,7 @@
  * waiting nodes read from this stage is exported (BD_IV_EXPORT): the memory
  * planner keeps it to the end of the stage. bd_inst_next continues from the
  * boundary's actual shapes and values. */
-#include "graph/shape.h"
+#include "passes/instance.h"
 #include "util/strpool.h"
 
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * from data, a Loop whose trip count only the run decides), bd_prepare makes
  * the first stage: a normal plan (streams, events, stream-aware memory plan,
  * verifier) of every node that can be planned now; the others wait
- * (src/graph/shape.c). When that stage has run, its boundary values are read:
+ * (src/passes/instance.c). When that stage has run, its boundary values are read:
  * the actual dims of values whose size only their kernel knew, and on the
  * host the data of values that decide later shapes (one synchronization on
  * CUDA: `braid plan` prints it). Their dtypes, dims and bytes are the key of
@@ -18,14 +18,13 @@
  * there (p->ext), rebound on every run.
  *
  * The same code runs the model's own plans (the API's runner: the session's
- * backend) and the nested plans of control-flow nodes (src/backend/nest.c:
+ * backend) and the nested plans of control-flow nodes (src/runtime/controlflow.c:
  * a runner that runs on the node's stream). */
 #include <string.h>
 
-#include "backend/backend.h"
-#include "backend/cuda_logic.h"
-#include "backend/nest.h"
 #include "ops/ops.h"
+#include "runtime/controlflow.h"
+#include "runtime/runtime.h"
 
 braid_status bd_stage_prepare(const bd_runner *r, bd_prepared *p, bd_err *e)
 {
@@ -247,14 +246,8 @@ void bd_stages_print(FILE *f, const bd_prepared *p, int indent)
                         if (n->out[k] >= 0 && p->inst.vlayout[n->out[k]] == BD_LAYOUT_NHWC) nh++;
                     if (nh) fprintf(f, " (NHWC)");
                 }
-                if (p->runner && !p->runner->host_mem) { /* CUDA */
-                    if (bd_cuda_host_node(n, &p->inst))
-                        fprintf(f, " (on the host: its stream synchronized, its inputs copied to the host, its "
-                                "outputs back)");
-                    else if (n->op == BD_OP_SequenceMap)
-                        fprintf(f, " (SequenceMap: each element written to the device, each result read back to "
-                                "the host, one synchronization each)");
-                }
+                const char *note = p->runner && p->runner->node_note ? p->runner->node_note(n, &p->inst) : NULL;
+                if (note) fprintf(f, " (%s)", note); /* what the backend does differently for this node */
                 fprintf(f, "\n");
                 if (p->nest && p->nest[cmd.arg]) bd_nest_print(f, p->nest[cmd.arg], indent + 4);
             }

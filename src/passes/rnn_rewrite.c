@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/ir.h"
+#include "ir/ir.h"
 #include "util/common.h"
 #include "util/dtype.h"
 #include "ops/ops.h"

@@ -1,4 +1,4 @@
-/* inline.c: an If whose condition is known when the plan is made is replaced
+/* inline_if.c: an If whose condition is known when the plan is made is replaced
  * by its branch. The instance then plans a flat graph of its own: the
  * graph's values (same indices, so weights and outputs keep theirs) followed
  * by the branch's, and the graph's nodes with the If's place taken by the
@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/shape.h"
+#include "passes/instance.h"
 #include "ops/control.h"
 
 /* What a flat graph owns beyond its arrays (kept in the instance). */

@@ -20,7 +20,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ir.h"
+#include "ir/ir.h"
 #include "ops/ops.h"
 
 /* A float32 scalar constant (any rank of ones) equal to want within 1e-6. */

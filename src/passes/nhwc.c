@@ -1,4 +1,4 @@
-/* layout.c: the plan-time layout pass (CPU plans). Once an instance's shapes
+/* nhwc.c: the plan-time NHWC pass (CPU plans). Once an instance's shapes
  * are known, each 4-D float value gets a layout, NCHW or NHWC:
  *
  * - a 2-D float Conv with at least BD_LAYOUT_MIN_M output channels makes its
@@ -28,7 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/shape.h"
+#include "passes/instance.h"
 #include "ops/conv.h"
 #include "ops/layout.h"
 #include "ops/pool.h"

@@ -1,18 +1,18 @@
-/* nest.h: the engine that runs control-flow nodes (If, Loop, Scan) on every
+/* controlflow.h: the engine that runs control-flow nodes (If, Loop, Scan) on every
  * backend. A control-flow node is one command on its stream; when it runs,
  * the engine picks a subgraph (the If branch its condition names, or the
  * Loop/Scan body for each iteration), finds or makes that subgraph's plan for
  * the signature of what it is handed (cached per subgraph, per signature),
- * binds its inputs, runs it as a staged sequence (src/backend/stage.c) and
+ * binds its inputs, runs it as a staged sequence (src/runtime/stage.c) and
  * copies its outputs into the node's. Backends give it a few primitives:
  * their plan runner and a host read (a condition, a trip count), 2-D
  * copies, writes of host scalars and allocations, all on the node's stream. */
-#ifndef BD_NEST_H
-#define BD_NEST_H
+#ifndef BD_CONTROLFLOW_H
+#define BD_CONTROLFLOW_H
 
 #include <stdio.h>
 
-#include "backend/backend.h"
+#include "runtime/runtime.h"
 
 typedef struct bd_nest_ops {
     bd_runner runner; /* makes, runs and releases the nested plans; read: to the host */

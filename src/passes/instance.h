@@ -1,11 +1,11 @@
-/* shape.h: a graph specialized to the input shapes of one run (an
+/* instance.h: a graph specialized to the input shapes of one run (an
  * "instance"): every value's dtype and shape inferred with symbolic dims
  * resolved, and every node whose inputs are known at plan time folded into a
  * constant by running its CPU kernel once. Plans are built on instances. */
-#ifndef BD_SHAPE_H
-#define BD_SHAPE_H
+#ifndef BD_INSTANCE_H
+#define BD_INSTANCE_H
 
-#include "graph/ir.h"
+#include "ir/ir.h"
 
 /* Staged instances. Some shapes are known only once part of the graph has
  * run: the output of a node flagged BD_OPF_DATA_SHAPE (NonZero: its kernel
@@ -18,7 +18,7 @@
  * (later[]). When the stage has run, the boundary values are read (the
  * actual dims of BD_IV_RUNTIME values, the host data of BD_IV_READBACK ones)
  * and bd_inst_next continues inference for the waiting nodes with them:
- * the next stage. src/backend/stage.c runs and caches the sequence. */
+ * the next stage. src/runtime/stage.c runs and caches the sequence. */
 enum {
     BD_IV_RUNTIME = 1u << 0,  /* made in this stage, shape known only after its node ran */
     BD_IV_ALLOC = 1u << 1,    /* RUNTIME, and no size is known now: the kernel allocates it */
@@ -39,18 +39,18 @@ typedef struct bd_inst {
     int stage;                /* 0 for the first */
     double *cost;             /* n_nodes: estimated seconds of each live node */
     /* n_nodes: each node as this instance runs it: the graph's own, or a
-     * copy that a plan-time fusion rewrote (src/graph/fuse.c), owned here. */
+     * copy that a plan-time fusion rewrote (src/passes/fuse_conv.c), owned here. */
     const bd_node **node;
     bd_node *fused;           /* the rewritten copies */
     int n_fused;
-    /* When an If was replaced by its branch (src/graph/inline.c), g is a
+    /* When an If was replaced by its branch (src/passes/inline_if.c), g is a
      * flat graph of this instance's own (later stages share it). */
     bd_graph *flat;
     unsigned char *flat_own;
     /* Strings that nodes folded here made (string tensors point into it);
      * made on first use. */
     struct bd_strpool *strings;
-    /* After the layout pass (src/graph/layout.c) changed something: per
+    /* After the NHWC pass (src/passes/nhwc.c) changed something: per
      * value of the flat graph, its layout (BD_LAYOUT_*), the conversions
      * it planned, and what it allocated. NULL / 0 otherwise. */
     unsigned char *vlayout;
@@ -86,7 +86,7 @@ static inline int bd_inst_boundary(const bd_inst *x, int v)
 }
 void bd_inst_free(bd_inst *x);
 
-/* The layout pass (src/graph/layout.c): on a built first-stage instance of
+/* The NHWC pass (src/passes/nhwc.c): on a built first-stage instance of
  * a top-level plan (no If inlined, no later stage), chooses NHWC for the 2-D
  * float Convs and the ops around them where that pays, and makes x an
  * instance of a flat graph with the NHWC nodes and the conversions; inputs
@@ -94,7 +94,7 @@ void bd_inst_free(bd_inst *x);
 braid_status bd_inst_layout(bd_inst *x, const bd_tensor *inputs, bd_err *e);
 void bd_lay_own_free(struct bd_lay_own *o);
 
-/* Plan-time fusion (src/graph/fuse.c): folds an Add into the Conv that
+/* Plan-time fusion (src/passes/fuse_conv.c): folds an Add into the Conv that
  * produces one of its inputs (and the Relu, LeakyRelu or Clip right after the
  * Add, when there is one) wherever the estimated time of the instance's DAG
  * does not grow. lanes: the streams the plan may use. fill_cost: the

@@ -1,4 +1,4 @@
-/* expand.c: ops that the loader expands into other ops instead of running
+/* flexattn.c: the op the loader expands into other ops instead of running
  * them as one node: ai.onnx.preview's FlexAttention becomes the ops of its
  * ONNX function body (the context-dependent function that onnx's own
  * `_expanded` node tests hold), with its score_mod and prob_mod subgraphs

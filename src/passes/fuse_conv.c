@@ -1,4 +1,4 @@
-/* fuse.c: fusions of Conv with what follows it, in two places.
+/* fuse_conv.c: fusions of Conv with what follows it, in two places.
  *
  * At load (bd_graph_fuse), first: a per-channel affine right after a Conv (a
  * BatchNormalization, or a Mul and/or an Add by constants of one value per
@@ -29,8 +29,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/ir.h"
-#include "graph/shape.h"
+#include "ir/ir.h"
+#include "passes/instance.h"
 #include "ops/conv.h"
 #include "ops/norm.h"
 
